@@ -1,0 +1,30 @@
+// Linear layers: y[M, N] = x[M, K] · W[N, K]^T (+ bias[N]).
+// W is the Hugging Face nn.Linear weight, row-major [out_features=N, in_features=K],
+// kept in the file's dtype (f32, bf16 or f16) and widened to f32 in registers.
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+
+namespace cpinfer {
+
+struct WeightView {
+  const void* data = nullptr;  // [rows, cols] row-major, row stride `ld` elements
+  DType dtype = DType::F32;
+  int64_t rows = 0;            // N (output features)
+  int64_t cols = 0;            // K (input features)
+  int64_t ld = 0;              // elements between rows (== cols when contiguous)
+};
+
+// x: [M, K] f32, row stride ldx; y: [M, N] f32, row stride ldy; bias: [N] f32 or null.
+// Uses the active ISA (core/cpu_features.h) and every thread of `pool`.
+void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+            float* y, int64_t ldy, ThreadPool& pool);
+
+// Row gather for embeddings: out[i, :] = table[ids[i], :] widened to f32.
+// table: [rows, cols]; ids must be in [0, rows) (checked, throws Error).
+void embedding_lookup(const WeightView& table, const int32_t* ids, int64_t n, float* out,
+                      ThreadPool& pool);
+
+}  // namespace cpinfer

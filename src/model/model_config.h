@@ -1,0 +1,54 @@
+// The model hyper-parameters cpinfer needs, read from a Hugging Face config.json
+// (Qwen2ForCausalLM, LlamaForCausalLM).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace cpinfer {
+
+enum class Architecture { Qwen2, Llama };
+
+struct RopeScaling {
+  // "default" (none) or "llama3".
+  std::string type = "default";
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+};
+
+struct ModelConfig {
+  Architecture arch = Architecture::Qwen2;
+  std::string architecture_name;  // as in config.json, e.g. "Qwen2ForCausalLM"
+  std::string model_type;         // "qwen2" | "llama"
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_q_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;           // config "head_dim" when present, else hidden / heads
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;    // q/k/v projection bias (always on for Qwen2)
+  bool mlp_bias = false;
+  std::vector<int32_t> eos_token_ids;  // from config.json and generation_config.json
+  std::optional<int32_t> bos_token_id;
+  std::string torch_dtype;        // "bfloat16", "float32", ...
+};
+
+// Parses and validates config.json text; `source` names the file in errors.
+// Throws Error naming the field and the expected value.
+ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
+// Reads DIR/config.json and, if present, DIR/generation_config.json (extra eos ids).
+ModelConfig load_model_config(const std::string& model_dir);
+nlohmann::json model_config_to_json(const ModelConfig& c);
+
+}  // namespace cpinfer

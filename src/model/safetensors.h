@@ -1,0 +1,63 @@
+// safetensors reading (mmap; single file or sharded through model.safetensors.index.json)
+// and writing. Format: 8-byte little-endian header length N, N bytes of JSON
+// {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}},
+// then the data; offsets are relative to the end of the header.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/mapped_file.h"
+
+namespace cpinfer {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  const uint8_t* data = nullptr;  // points into the mapped file
+  size_t nbytes = 0;
+  std::string file;               // which file it came from (for messages)
+  int64_t numel() const;
+};
+
+// All tensors of a model directory (or of one .safetensors file).
+class SafetensorsStore {
+ public:
+  // DIR containing model.safetensors or model.safetensors.index.json (+ shards), or a
+  // path to one .safetensors file. Validates every header fully (dtype names, shapes,
+  // offsets inside the file, no overlaps, sizes = numel * dtype size).
+  static SafetensorsStore open(const std::string& path);
+
+  bool contains(const std::string& name) const;
+  // Throws Error "tensor 'X' is missing from DIR" when absent.
+  const TensorInfo& get(const std::string& name) const;
+  // get() plus checks: dtype in {F32, BF16, F16} and exactly this shape, else an Error
+  // naming the tensor, the expected and the found shape/dtype.
+  const TensorInfo& get_checked(const std::string& name, const std::vector<int64_t>& shape) const;
+  std::vector<std::string> names() const;
+  uint64_t total_bytes() const;
+
+ private:
+  std::vector<std::shared_ptr<MappedFile>> files_;
+  std::map<std::string, TensorInfo> tensors_;
+};
+
+// Writes tensors to one .safetensors file. The file is sized up front and mapped
+// writable; each tensor's bytes are produced by `fill(dst)` straight into the map
+// (dst has numel * dtype_size bytes), so a 1 GB model never sits twice in memory.
+// Tensors are filled in parallel on `threads` threads (fill must be thread-safe).
+struct TensorToWrite {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::function<void(uint8_t* dst)> fill;
+};
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata = {}, int threads = 1);
+
+}  // namespace cpinfer
