@@ -17,11 +17,9 @@ int cli_main(int argc, char** argv) {
   register_generate(app, &action);
   try {
     app.parse(argc, argv);
+    return action ? action() : 1;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
-  }
-  try {
-    return action ? action() : 1;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;

@@ -1,12 +1,166 @@
+// `cpinfer generate`: one prompt through the model, text streamed to stdout.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "engine/generate.h"
+#include "engine/model_runner.h"
+#include "tokenizer/tokenizer.h"
 
 namespace cpinfer {
-// TEMPORARY scaffold, replaced by the real command while the foundation is built.
-void register_generate(CLI::App& app, CommandAction* action) {
-  auto* cmd = app.add_subcommand("generate", "(under construction)");
-  cmd->callback([action] { *action = [] { fail("generate: under construction"); return 1; }; });
+
+namespace {
+
+struct GenerateArgs {
+  std::string model, prompt, prompt_ids, prompt_file, logits_out, kv_dtype = "f32";
+  int64_t max_tokens = 64, top_k = 0, block_size = 16, prefill_chunk = 2048;
+  float temperature = 0.f, top_p = 1.f;
+  uint64_t seed = 0;
+  int threads = 0;
+  bool json = false, ignore_eos = false;
+};
+
+std::vector<int32_t> parse_id_list(const std::string& s) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    CPI_CHECK(used > 0 && used == item.size() && v >= 0 && v <= INT32_MAX,
+              "--prompt-ids: '{}' is not a token id (comma-separated non-negative integers)", item);
+    ids.push_back(int32_t(v));
+  }
+  CPI_CHECK(!ids.empty(), "--prompt-ids is empty");
+  return ids;
 }
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  CPI_CHECK(f.good(), "cannot read prompt file '{}'", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+DType parse_kv_dtype(const std::string& s) {
+  if (s == "f32" || s == "auto") return DType::F32;
+  if (s == "bf16") return DType::BF16;
+  fail("--kv-cache-dtype '{}' is not one of auto, f32, bf16", s);
+}
+
+int run_generate(const GenerateArgs& a) {
+  if (a.threads > 0) set_num_threads(a.threads);
+  ThreadPool& pool = global_pool();
+  CPI_CHECK(std::filesystem::is_directory(a.model),
+            "model directory '{}' does not exist (make one with `cpinfer make-model`)", a.model);
+  Tokenizer tok = Tokenizer::from_file(a.model + "/tokenizer.json");
+  GenerateRequest req;
+  if (!a.prompt_ids.empty()) req.prompt = parse_id_list(a.prompt_ids);
+  else if (!a.prompt_file.empty()) req.prompt = tok.encode(read_file(a.prompt_file));
+  else req.prompt = tok.encode(a.prompt);
+  CPI_CHECK(!req.prompt.empty(), "the prompt is empty: it encodes to zero tokens");
+  req.max_tokens = a.max_tokens;
+  req.sampling = {a.temperature, a.top_p, a.top_k, a.seed};
+  req.ignore_eos = a.ignore_eos;
+  req.keep_logits = !a.logits_out.empty();
+  req.prefill_chunk = a.prefill_chunk;
+  validate_sampling(req.sampling);
+
+  RunnerOptions ro;
+  ro.page_size = a.block_size;
+  ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
+  ro.max_cache_tokens = int64_t(req.prompt.size()) + req.max_tokens;
+  ModelRunner runner(a.model, ro, pool);
+  CPI_LOG_INFO("loaded {} ({} layers) in {:.2f}s; {} threads; prompt {} tokens", a.model,
+               runner.config().num_layers, runner.load_seconds(), pool.size(), req.prompt.size());
+
+  StreamDecoder stream(tok, /*skip_special_tokens=*/true);
+  GenerateResult res = generate(runner, req, pool, [&](int32_t id) {
+    std::string piece = stream.push(id);
+    if (!piece.empty()) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+  });
+  std::string rest = stream.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fputc('\n', stdout);
+
+  if (!a.logits_out.empty()) {
+    std::ofstream f(a.logits_out, std::ios::binary);
+    CPI_CHECK(f.good(), "cannot write --logits-out file '{}'", a.logits_out);
+    f.write(reinterpret_cast<const char*>(res.logits.data()),
+            std::streamsize(res.logits.size() * sizeof(float)));
+    CPI_CHECK(f.good(), "writing --logits-out file '{}' failed", a.logits_out);
+  }
+  CPI_LOG_INFO("{} tokens ({}); ttft {:.3f}s; decode {:.2f} tok/s", res.tokens.size(),
+               res.finish_reason, res.ttft_s, res.decode_tokens_per_s());
+  if (a.json) {
+    nlohmann::json j;
+    j["token_ids"] = res.tokens;
+    j["text"] = tok.decode(res.tokens, /*skip_special_tokens=*/true);
+    j["prompt_tokens"] = req.prompt.size();
+    j["completion_tokens"] = res.tokens.size();
+    j["finish_reason"] = res.finish_reason;
+    j["ttft_s"] = res.ttft_s;
+    j["decode_tokens_per_s"] = res.decode_tokens_per_s();
+    j["prefill_tokens_per_s"] = res.ttft_s > 0 ? double(req.prompt.size()) / res.ttft_s : 0.0;
+    j["load_s"] = runner.load_seconds();
+    j["threads"] = pool.size();
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_generate(CLI::App& app, CommandAction* action) {
+  auto a = std::make_shared<GenerateArgs>();
+  auto* cmd = app.add_subcommand("generate", "Generate text for one prompt");
+  cmd->add_option("--model", a->model, "Hugging Face model directory")->required();
+  auto* p1 = cmd->add_option("--prompt", a->prompt, "Prompt text");
+  auto* p2 = cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt token ids, e.g. 1,2,3");
+  auto* p3 = cmd->add_option("--prompt-file", a->prompt_file, "Read the prompt text from a file");
+  p1->excludes(p2, p3);
+  p2->excludes(p3);
+  cmd->add_option("--max-tokens", a->max_tokens, "Tokens to generate at most")
+      ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  cmd->add_option("--temperature", a->temperature, "0 = greedy")->capture_default_str();
+  cmd->add_option("--top-p", a->top_p, "Nucleus sampling mass in (0, 1]")->capture_default_str();
+  cmd->add_option("--top-k", a->top_k, "Sample among the k most likely (0 = off)")
+      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Sampling seed")->capture_default_str();
+  cmd->add_flag("--json", a->json, "Print a JSON summary as the last stdout line");
+  cmd->add_option("--logits-out", a->logits_out,
+                  "Write the logits that chose each token (float32 LE, [steps, vocab])");
+  cmd->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at EOS (benchmarks)");
+  cmd->add_option("--threads", a->threads, "Threads (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--block-size", a->block_size, "KV-cache page size in tokens")
+      ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(256)));
+  cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
+      ->capture_default_str();
+  cmd->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step")
+      ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  cmd->callback([a, action, p1, p2, p3] {
+    CPI_CHECK(p1->count() + p2->count() + p3->count() == 1,
+              "generate needs exactly one of --prompt, --prompt-ids, --prompt-file");
+    *action = [a] { return run_generate(*a); };
+  });
+}
+
 }  // namespace cpinfer

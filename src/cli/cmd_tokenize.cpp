@@ -1,12 +1,107 @@
+// `cpinfer tokenize`: text -> ids (or ids -> text) with a model's tokenizer.json, printed as
+// one JSON object per line. --lines encodes each input line on its own (golden tests).
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "tokenizer/tokenizer.h"
 
 namespace cpinfer {
-// TEMPORARY scaffold, replaced by the real command while the foundation is built.
-void register_tokenize(CLI::App& app, CommandAction* action) {
-  auto* cmd = app.add_subcommand("tokenize", "(under construction)");
-  cmd->callback([action] { *action = [] { fail("tokenize: under construction"); return 1; }; });
+namespace {
+
+struct TokenizeArgs {
+  std::string model_dir, tokenizer_path, text, text_file, decode_ids;
+  bool lines = false, skip_special = false;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open --text-file {}", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
+
+std::vector<int32_t> parse_ids(const std::string& list) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    while (used < item.size() && std::isspace(static_cast<unsigned char>(item[used]))) ++used;
+    if (item.empty() || used != item.size() || v < INT32_MIN || v > INT32_MAX) {
+      fail("--decode: \"{}\" is not an integer id (expected e.g. --decode 9707,11,1879)", item);
+    }
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  return ids;
+}
+
+void print_ids(const std::vector<int32_t>& ids) {
+  std::string line = nlohmann::json{{"ids", ids}}.dump();
+  line += '\n';
+  std::fwrite(line.data(), 1, line.size(), stdout);
+}
+
+int run_tokenize(const TokenizeArgs& a) {
+  const std::string path =
+      a.tokenizer_path.empty() ? a.model_dir + "/tokenizer.json" : a.tokenizer_path;
+  const Tokenizer tok = Tokenizer::from_file(path);
+  if (!a.decode_ids.empty()) {
+    const std::string text = tok.decode(parse_ids(a.decode_ids), a.skip_special);
+    // Invalid UTF-8 (ids that split a character) is shown as U+FFFD.
+    std::cout << nlohmann::json{{"text", text}}.dump(-1, ' ', false,
+                                                     nlohmann::json::error_handler_t::replace)
+              << '\n';
+    return 0;
+  }
+  const std::string text = a.text_file.empty() ? a.text : read_file(a.text_file);
+  if (!a.lines) {
+    print_ids(tok.encode(text));
+    return 0;
+  }
+  // One object per line of the input, the line without its '\n' ("\r" is kept).
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    print_ids(tok.encode(std::string_view(text).substr(start, end - start)));
+    start = end + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_tokenize(CLI::App& app, CommandAction* action) {
+  auto args = std::make_shared<TokenizeArgs>();
+  auto* cmd = app.add_subcommand(
+      "tokenize", "Encode text to token ids (or decode ids) with a model's tokenizer.json");
+  auto* src = cmd->add_option_group("tokenizer", "Where the tokenizer comes from (exactly one)");
+  src->add_option("--model", args->model_dir, "Model directory containing tokenizer.json");
+  src->add_option("--tokenizer", args->tokenizer_path, "Path to a tokenizer.json");
+  src->require_option(1);
+  auto* in = cmd->add_option_group("input", "What to encode or decode (exactly one)");
+  in->add_option("--text", args->text, "Text to encode");
+  in->add_option("--text-file", args->text_file, "File whose bytes are encoded as one text");
+  in->add_option("--decode", args->decode_ids, "Comma-separated ids to decode to text");
+  in->require_option(1);
+  cmd->add_flag("--lines", args->lines,
+                "Encode each line of the input separately; print one {\"ids\": [...]} per line");
+  cmd->add_flag("--skip-special", args->skip_special, "With --decode: drop special tokens");
+  cmd->callback([action, args] { *action = [args] { return run_tokenize(*args); }; });
+}
+
 }  // namespace cpinfer

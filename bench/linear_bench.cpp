@@ -1,0 +1,118 @@
+// linear() on Qwen2.5-0.5B shapes: decode (M = 1, weight GB/s) and prefill (M = 512,
+// GFLOP/s), bf16 and f32 weights, 1 and 2 threads, each ISA this CPU supports.
+//
+// Decode streams weights from DRAM as in a real forward pass: the benchmark cycles through
+// enough copies of W (>= 256 MiB in all) that none is left in the 32 MiB L3 from its
+// previous use. "hot" variants reuse one copy (an L3/L2 bandwidth figure).
+//
+//   build-kern/bench/linear_bench --benchmark_filter='bf16/.*M:1/'
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "kernels/linear.h"
+
+namespace cpinfer {
+namespace {
+
+ThreadPool& pool_of(int threads) {
+  static ThreadPool one(1), two(2);
+  return threads == 1 ? one : two;
+}
+
+struct Shape {
+  const char* name;
+  int64_t N, K;
+};
+// qkv fused (896 + 2 * 128), o_proj, gate+up fused (2 * 4864), down_proj.
+const Shape kShapes[] = {{"qkv", 1152, 896}, {"o", 896, 896}, {"gate_up", 9728, 896},
+                         {"down", 896, 4864}};
+
+void BM_linear(benchmark::State& state, Shape shape, DType dtype, int64_t M, int threads,
+               Isa isa, bool cold) {
+  if (!isa_supported(isa)) {
+    state.SkipWithError("ISA not supported");
+    return;
+  }
+  const Isa saved = active_isa();
+  set_active_isa(isa);
+  const int64_t N = shape.N, K = shape.K;
+  const size_t wbytes = size_t(N * K) * dtype_size(dtype);
+  const size_t copies = cold ? std::max<size_t>(2, (size_t(256) << 20) / wbytes + 1) : 1;
+  std::vector<std::vector<uint8_t>> w(copies, std::vector<uint8_t>(wbytes));
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+  for (auto& c : w) {
+    if (dtype == DType::F32) {
+      for (size_t i = 0; i < wbytes / 4; ++i) {
+        float v = dist(rng);
+        std::memcpy(c.data() + 4 * i, &v, 4);
+      }
+    } else {
+      for (size_t i = 0; i < wbytes / 2; ++i) {
+        uint16_t b = bf16(dist(rng)).bits;
+        std::memcpy(c.data() + 2 * i, &b, 2);
+      }
+    }
+  }
+  std::vector<float> x(size_t(M * K)), y(size_t(M * N)), bias(size_t(N), 0.01f);
+  for (auto& v : x) v = dist(rng);
+  ThreadPool& pool = pool_of(threads);
+  size_t i = 0;
+  for (auto _ : state) {
+    WeightView wv{w[i].data(), dtype, N, K, K};
+    linear(x.data(), M, K, wv, bias.data(), y.data(), N, pool);
+    benchmark::ClobberMemory();
+    i = (i + 1) % copies;
+  }
+  const double iters = double(state.iterations());
+  state.counters["GB/s"] =
+      benchmark::Counter(iters * double(wbytes) / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(iters * 2.0 * double(M * N * K) / 1e9, benchmark::Counter::kIsRate);
+  set_active_isa(saved);
+}
+
+void register_all() {
+  for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Generic}) {
+    for (DType dtype : {DType::BF16, DType::F32}) {
+      for (const Shape& s : kShapes) {
+        for (int64_t M : {int64_t(1), int64_t(512)}) {
+          for (int threads : {1, 2}) {
+            for (bool cold : {true, false}) {
+              if (M > 1 && !cold) continue;  // prefill reuses W from L2 anyway
+              std::string name = std::string(isa_name(isa)) + "/" +
+                                 (dtype == DType::F32 ? "f32" : "bf16") + "/" + s.name +
+                                 "/K:" + std::to_string(s.K) + "/N:" + std::to_string(s.N) +
+                                 "/M:" + std::to_string(M) + "/threads:" +
+                                 std::to_string(threads) + (cold ? "" : "/hot");
+              benchmark::RegisterBenchmark(name.c_str(), BM_linear, s, dtype, M, threads, isa,
+                                           cold)
+                  ->UseRealTime()
+                  ->Unit(M == 1 ? benchmark::kMicrosecond : benchmark::kMillisecond)
+                  ->MinTime(M == 1 ? 0.3 : 1.0);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cpinfer
+
+int main(int argc, char** argv) {
+  cpinfer::register_all();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

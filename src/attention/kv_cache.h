@@ -1,0 +1,48 @@
+// Paged KV cache storage for all layers. Per layer, K and V are
+// [num_pages, page_size, num_kv_heads, head_dim] (NHD), stored as f32 or bf16.
+// A token's slot is page * page_size + offset; slot -1 means "not stored on this rank".
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+
+namespace cpinfer {
+
+struct KvCacheShape {
+  int64_t num_layers = 0;
+  int64_t num_pages = 0;
+  int64_t page_size = 16;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  DType dtype = DType::F32;  // F32 or BF16
+  int64_t bytes() const;     // K and V of every layer
+};
+
+// One layer's pages as the attention kernels see them.
+struct PagedKv {
+  const void* k = nullptr;  // [num_pages, page_size, num_kv_heads, head_dim]
+  const void* v = nullptr;
+  DType dtype = DType::F32;
+  int64_t page_size = 0, num_kv_heads = 0, head_dim = 0;
+};
+
+class KvCache {
+ public:
+  explicit KvCache(const KvCacheShape& shape);  // throws if the memory cannot be had
+  const KvCacheShape& shape() const { return shape_; }
+  PagedKv layer(int64_t layer) const;
+
+  // Writes n tokens' K and V (f32, [n, num_kv_heads, head_dim] with row stride ld floats)
+  // of one layer at slots[n]; slot -1 skips the token.
+  void append(int64_t layer, const float* k, const float* v, int64_t ld, const int64_t* slots,
+              int64_t n);
+
+ private:
+  KvCacheShape shape_;
+  int64_t layer_elems_ = 0;  // elements of K (or V) per layer
+  std::vector<uint8_t> k_, v_;
+};
+
+}  // namespace cpinfer

@@ -1,0 +1,52 @@
+#include "attention/page_pool.h"
+
+#include "core/error.h"
+
+namespace cpinfer {
+
+PagePool::PagePool(int32_t num_pages) {
+  CPI_CHECK(num_pages >= 0, "page pool size {} is negative", num_pages);
+  ref_counts_.assign(size_t(num_pages), 0);
+  free_.reserve(size_t(num_pages));
+  for (int32_t p = num_pages - 1; p >= 0; --p) free_.push_back(p);
+}
+
+void PagePool::check_page(int32_t page) const {
+  CPI_CHECK(page >= 0 && page < num_pages(), "page {} is outside the pool [0, {})", page,
+            num_pages());
+}
+
+std::vector<int32_t> PagePool::allocate(int32_t n) {
+  CPI_CHECK(n >= 0 && n <= num_free(), "cannot allocate {} KV pages: {} of {} are free", n,
+            num_free(), num_pages());
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    out[size_t(i)] = free_.back();
+    free_.pop_back();
+    ref_counts_[size_t(out[size_t(i)])] = 1;
+  }
+  return out;
+}
+
+void PagePool::add_ref(int32_t page) {
+  check_page(page);
+  CPI_CHECK(ref_counts_[size_t(page)] > 0, "page {} is free; cannot add a reference", page);
+  ++ref_counts_[size_t(page)];
+}
+
+void PagePool::release(int32_t page) {
+  check_page(page);
+  CPI_CHECK(ref_counts_[size_t(page)] > 0, "page {} released more often than referenced", page);
+  if (--ref_counts_[size_t(page)] == 0) free_.push_back(page);
+}
+
+void PagePool::release(const std::vector<int32_t>& pages) {
+  for (int32_t p : pages) release(p);
+}
+
+int32_t PagePool::ref_count(int32_t page) const {
+  check_page(page);
+  return ref_counts_[size_t(page)];
+}
+
+}  // namespace cpinfer

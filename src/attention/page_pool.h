@@ -1,0 +1,30 @@
+// A pool of KV-cache pages: a free list plus a reference count per page (shared
+// prefix pages will hold more than one reference).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace cpinfer {
+
+class PagePool {
+ public:
+  explicit PagePool(int32_t num_pages);
+
+  int32_t num_pages() const { return int32_t(ref_counts_.size()); }
+  int32_t num_free() const { return int32_t(free_.size()); }
+  // Takes n pages (ref count 1 each); throws Error if fewer than n are free (the
+  // caller should have checked num_free()).
+  std::vector<int32_t> allocate(int32_t n);
+  void add_ref(int32_t page);
+  // Drops one reference; the page returns to the free list at zero.
+  void release(int32_t page);
+  void release(const std::vector<int32_t>& pages);
+  int32_t ref_count(int32_t page) const;
+
+ private:
+  void check_page(int32_t page) const;
+  std::vector<int32_t> ref_counts_;
+  std::vector<int32_t> free_;  // used as a stack: low page ids are handed out first
+};
+
+}  // namespace cpinfer

@@ -1,0 +1,66 @@
+#include "engine/generate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+
+namespace cpinfer {
+
+GenerateResult generate(ModelRunner& runner, const GenerateRequest& req, ThreadPool& pool,
+                        const std::function<void(int32_t)>& on_token) {
+  using clock = std::chrono::steady_clock;
+  const ModelConfig& c = runner.config();
+  CPI_CHECK(!req.prompt.empty(), "the prompt is empty: give at least one token");
+  CPI_CHECK(req.max_tokens >= 1, "max tokens {} must be >= 1", req.max_tokens);
+  CPI_CHECK(req.prefill_chunk >= 1, "prefill chunk {} must be >= 1", req.prefill_chunk);
+  validate_sampling(req.sampling);
+  const int64_t total = int64_t(req.prompt.size()) + req.max_tokens;
+  CPI_CHECK(total <= runner.options().max_cache_tokens,
+            "prompt ({} tokens) + max tokens ({}) = {} exceeds the KV cache capacity of {} tokens",
+            req.prompt.size(), req.max_tokens, total, runner.options().max_cache_tokens);
+
+  GenerateResult res;
+  Rng rng(req.sampling.seed);
+  SequenceState seq;
+  const auto t0 = clock::now();
+  auto t_first = t0;
+  try {
+    // Prefill in chunks; only the last chunk's last row gives logits that matter.
+    const std::vector<float>* logits = nullptr;
+    const int64_t n = int64_t(req.prompt.size());
+    for (int64_t b = 0; b < n; b += req.prefill_chunk) {
+      SequenceStep s{&seq, req.prompt.data() + b, std::min(req.prefill_chunk, n - b), false};
+      logits = &runner.step({s});
+    }
+    int32_t tok = 0;
+    for (int64_t i = 0; i < req.max_tokens; ++i) {
+      if (i > 0) {
+        SequenceStep s{&seq, &tok, 1, false};
+        logits = &runner.step({s});
+      }
+      tok = sample_token(logits->data(), c.vocab_size, req.sampling, rng, pool);
+      if (req.keep_logits) res.logits.insert(res.logits.end(), logits->begin(), logits->end());
+      res.tokens.push_back(tok);
+      if (i == 0) t_first = clock::now();
+      if (on_token) on_token(tok);
+      bool eos = std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), tok) !=
+                 c.eos_token_ids.end();
+      if (eos && !req.ignore_eos) {
+        res.finish_reason = "stop";
+        break;
+      }
+    }
+    if (res.finish_reason.empty()) res.finish_reason = "length";
+  } catch (...) {
+    runner.release(seq);
+    throw;
+  }
+  runner.release(seq);
+  const auto t_end = clock::now();
+  res.ttft_s = std::chrono::duration<double>(t_first - t0).count();
+  res.decode_s = std::chrono::duration<double>(t_end - t_first).count();
+  return res;
+}
+
+}  // namespace cpinfer

@@ -1,0 +1,37 @@
+// One request from prompt to finish on a ModelRunner: chunked prefill, then decode
+// steps with sampling, stopping at EOS or max_tokens.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/model_runner.h"
+#include "kernels/sampling.h"
+
+namespace cpinfer {
+
+struct GenerateRequest {
+  std::vector<int32_t> prompt;
+  int64_t max_tokens = 64;
+  SamplingParams sampling;
+  bool ignore_eos = false;
+  bool keep_logits = false;      // keep the logits row that chose each token
+  int64_t prefill_chunk = 2048;  // prompt tokens per prefill step
+};
+
+struct GenerateResult {
+  std::vector<int32_t> tokens;   // generated ids (an EOS that ended the request included)
+  std::string finish_reason;     // "stop" (EOS) or "length"
+  double ttft_s = 0;             // start -> first token sampled
+  double decode_s = 0;           // first token -> last token
+  std::vector<float> logits;     // [tokens, vocab] when keep_logits
+  double decode_tokens_per_s() const {
+    return tokens.size() > 1 && decode_s > 0 ? double(tokens.size() - 1) / decode_s : 0.0;
+  }
+};
+
+// on_token is called with each generated id as soon as it is sampled.
+GenerateResult generate(ModelRunner& runner, const GenerateRequest& req, ThreadPool& pool,
+                        const std::function<void(int32_t)>& on_token = {});
+
+}  // namespace cpinfer

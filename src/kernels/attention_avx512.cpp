@@ -1,0 +1,10 @@
+// The attention tile compiled for avx512 (see attention_kernel.inc).
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "kernels/attention_impl.h"
+
+namespace cpinfer::attention_impl::avx512 {
+#include "kernels/attention_kernel.inc"
+}  // namespace cpinfer::attention_impl::avx512

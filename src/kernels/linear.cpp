@@ -1,0 +1,148 @@
+// linear() and embedding_lookup(): argument checks, the split into pool tasks, and the
+// choice of per-ISA kernels (linear_impl.h).
+#include "kernels/linear.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
+#include "core/cpu_features.h"
+#include "core/error.h"
+#include "kernels/linear_impl.h"
+
+namespace cpinfer {
+
+namespace linear_impl {
+
+float* thread_scratch(int slot, size_t floats) {
+  struct Buffer {
+    float* data = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffers[2];
+  Buffer& b = buffers[slot];
+  if (b.size < floats) {
+    std::free(b.data);
+    size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    b.data = static_cast<float*>(std::aligned_alloc(64, bytes));
+    CPI_CHECK(b.data, "out of memory allocating {} bytes of GEMM scratch", bytes);
+    b.size = floats;
+  }
+  return b.data;
+}
+
+}  // namespace linear_impl
+
+namespace {
+
+const linear_impl::Kernels& kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::Avx512: return linear_impl::avx512_kernels();
+    case Isa::Avx2: return linear_impl::avx2_kernels();
+    default: return linear_impl::generic_kernels();
+  }
+}
+
+bool is_float_weight(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+
+// Below this many multiply-adds per task the pool's hand-off costs more than it saves.
+constexpr int64_t kMinMacsPerTask = 1 << 16;
+
+// Decode: split the W rows into contiguous ranges (a few per thread, so an oversubscribed
+// rank still balances), each streamed once for all M rows.
+void run_gemv(const linear_impl::Kernels& kern, const float* x, int64_t M, int64_t ldx,
+              const WeightView& w, const float* bias, float* y, int64_t ldy, ThreadPool& pool) {
+  const int64_t N = w.rows;
+  constexpr int64_t kRowAlign = 16;  // tasks never share a 64-byte line of y
+  int64_t tasks = pool.size() == 1 ? 1 : int64_t(pool.size()) * 4;
+  tasks = std::min(tasks, std::max<int64_t>(1, M * N * w.cols / kMinMacsPerTask));
+  tasks = std::min(tasks, (N + kRowAlign - 1) / kRowAlign);
+  tasks = std::max<int64_t>(tasks, 1);
+  const int64_t blocks = (N + kRowAlign - 1) / kRowAlign;
+  pool.run(tasks, [&](int64_t t, int) {
+    int64_t n0 = std::min(N, blocks * t / tasks * kRowAlign);
+    int64_t n1 = std::min(N, blocks * (t + 1) / tasks * kRowAlign);
+    if (n0 < n1) kern.gemv(x, M, ldx, w, bias, y, ldy, n0, n1);
+  });
+}
+
+// Prefill: tasks are (N range, M range) blocks. N ranges are whole strips of nr W rows and
+// disjoint, so no W panel is packed twice; M is split only when there are too few strips.
+void run_gemm(const linear_impl::Kernels& kern, const float* x, int64_t M, int64_t ldx,
+              const WeightView& w, const float* bias, float* y, int64_t ldy, ThreadPool& pool) {
+  const int64_t N = w.rows, K = w.cols;
+  const int64_t T = pool.size();
+  const int64_t strips = (N + kern.nr - 1) / kern.nr;
+  const int64_t max_tasks = std::max<int64_t>(1, M * N * K / (4 * kMinMacsPerTask));
+  int64_t n_tasks = 1, m_tasks = 1;
+  if (T > 1 && max_tasks > 1) {
+    // About one task per packed panel, rounded up to a multiple of the thread count so
+    // every thread gets the same share.
+    n_tasks = std::max<int64_t>(1, (strips + kern.nc_strips - 1) / kern.nc_strips);
+    n_tasks = (n_tasks + T - 1) / T * T;
+    n_tasks = std::min({n_tasks, strips, max_tasks});
+    if (n_tasks < T) {
+      const int64_t m_tiles = (M + kern.mr - 1) / kern.mr;
+      m_tasks = std::min({(T + n_tasks - 1) / n_tasks, m_tiles, max_tasks / n_tasks});
+      m_tasks = std::max<int64_t>(m_tasks, 1);
+    }
+  }
+  pool.run(n_tasks * m_tasks, [&](int64_t t, int) {
+    const int64_t tn = t / m_tasks, tm = t % m_tasks;
+    const int64_t n0 = std::min(N, strips * tn / n_tasks * kern.nr);
+    const int64_t n1 = std::min(N, strips * (tn + 1) / n_tasks * kern.nr);
+    // M ranges in whole microkernel tiles where possible.
+    const int64_t m_tiles = (M + kern.mr - 1) / kern.mr;
+    const int64_t m0 = std::min(M, m_tiles * tm / m_tasks * kern.mr);
+    const int64_t m1 = std::min(M, m_tiles * (tm + 1) / m_tasks * kern.mr);
+    if (n0 < n1 && m0 < m1) kern.gemm(x, ldx, w, bias, y, ldy, m0, m1, n0, n1);
+  });
+}
+
+}  // namespace
+
+void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+            float* y, int64_t ldy, ThreadPool& pool) {
+  CPI_CHECK(is_float_weight(w.dtype), "linear: weight dtype {} is not F32, BF16 or F16",
+            dtype_name(w.dtype));
+  CPI_CHECK(w.rows >= 1 && w.cols >= 1, "linear: weight shape [{}, {}] must be non-empty",
+            w.rows, w.cols);
+  CPI_CHECK(w.ld >= w.cols, "linear: weight row stride {} is less than its {} columns", w.ld,
+            w.cols);
+  CPI_CHECK(w.data != nullptr, "linear: weight [{}, {}] has no data", w.rows, w.cols);
+  CPI_CHECK(M >= 0, "linear: M = {} is negative", M);
+  CPI_CHECK(ldx >= w.cols, "linear: x row stride {} is less than K = {}", ldx, w.cols);
+  CPI_CHECK(ldy >= w.rows, "linear: y row stride {} is less than N = {}", ldy, w.rows);
+  if (M == 0) return;
+  CPI_CHECK(x != nullptr && y != nullptr, "linear: x or y is null for M = {}", M);
+  const linear_impl::Kernels& kern = kernels_for(active_isa());
+  if (M <= linear_impl::kGemvMaxM) run_gemv(kern, x, M, ldx, w, bias, y, ldy, pool);
+  else run_gemm(kern, x, M, ldx, w, bias, y, ldy, pool);
+}
+
+void embedding_lookup(const WeightView& table, const int32_t* ids, int64_t n, float* out,
+                      ThreadPool& pool) {
+  CPI_CHECK(is_float_weight(table.dtype), "embedding: table dtype {} is not F32, BF16 or F16",
+            dtype_name(table.dtype));
+  CPI_CHECK(table.rows >= 1 && table.cols >= 1 && table.ld >= table.cols && table.data,
+            "embedding: table [{}, {}] with row stride {} is not a valid matrix", table.rows,
+            table.cols, table.ld);
+  CPI_CHECK(n >= 0, "embedding: {} ids is negative", n);
+  if (n == 0) return;
+  CPI_CHECK(ids != nullptr && out != nullptr, "embedding: ids or out is null for {} ids", n);
+  for (int64_t i = 0; i < n; ++i)
+    CPI_CHECK(ids[i] >= 0 && ids[i] < table.rows,
+              "embedding: token id {} at position {} is outside the vocabulary [0, {})", ids[i],
+              i, table.rows);
+  const linear_impl::Kernels& kern = kernels_for(active_isa());
+  const size_t esz = dtype_size(table.dtype);
+  const auto* base = static_cast<const uint8_t*>(table.data);
+  pool.parallel_for(n, std::max<int64_t>(1, 16384 / table.cols), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      kern.widen(base + size_t(ids[i]) * size_t(table.ld) * esz, table.dtype, table.cols,
+                 out + i * table.cols);
+  });
+}
+
+}  // namespace cpinfer

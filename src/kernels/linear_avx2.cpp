@@ -1,0 +1,292 @@
+// AVX2 + FMA + F16C linear kernels.
+//   gemv:  one W row at a time, front to back, x up to 4 x rows, W widened in registers
+//          (bf16: zero-extend + shift left 16; f16: vcvtph2ps), K tail through a zero-padded
+//          copy (AVX2 has no masked 16-bit loads).
+//   gemm:  6 x 16 register tile (12 ymm accumulators) over a packed f32 W panel; the panel
+//          is packed with 8 x 8 in-register transposes.
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "core/dtype.h"
+#include "kernels/linear_driver.h"
+#include "kernels/linear_impl.h"
+
+namespace cpinfer::linear_impl {
+
+namespace {
+
+inline __m256i tail_mask(int64_t n) {
+  // Lane i is all ones when i < n.
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+template <DType DT>
+struct Load {
+  using T = std::conditional_t<DT == DType::F32, float, uint16_t>;
+
+  static __m256 widen8(__m128i h) {
+    if constexpr (DT == DType::BF16)
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    else
+      return _mm256_cvtph_ps(h);
+  }
+  // 8 elements at p, widened to f32.
+  static __m256 full(const T* p) {
+    if constexpr (DT == DType::F32) return _mm256_loadu_ps(p);
+    else return widen8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  // The first n (< 8) elements at p, the rest 0; never reads past p + n.
+  static __m256 partial(const T* p, int64_t n) {
+    if constexpr (DT == DType::F32) {
+      return _mm256_maskload_ps(p, tail_mask(n));
+    } else {
+      alignas(16) uint16_t tmp[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      std::memcpy(tmp, p, size_t(n) * sizeof(uint16_t));
+      return widen8(_mm_load_si128(reinterpret_cast<const __m128i*>(tmp)));
+    }
+  }
+};
+
+template <DType DT>
+const typename Load<DT>::T* row_ptr(const WeightView& w, int64_t row, int64_t k0) {
+  return static_cast<const typename Load<DT>::T*>(w.data) + row * w.ld + k0;
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// ---- widen -------------------------------------------------------------------------
+
+template <DType DT>
+void widen_t(const void* src, int64_t n, float* dst) {
+  const auto* s = static_cast<const typename Load<DT>::T*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, Load<DT>::full(s + i));
+  if (i < n) _mm256_maskstore_ps(dst + i, tail_mask(n - i), Load<DT>::partial(s + i, n - i));
+}
+
+void widen(const void* src, DType dtype, int64_t n, float* dst) {
+  switch (dtype) {
+    case DType::BF16: return widen_t<DType::BF16>(src, n, dst);
+    case DType::F16: return widen_t<DType::F16>(src, n, dst);
+    default: return widen_t<DType::F32>(src, n, dst);
+  }
+}
+
+// ---- gemv --------------------------------------------------------------------------
+
+// y[m] = x[m, :] · w[:] + bias for m < MM: one W row, read front to back (the access
+// pattern the hardware prefetchers follow best), U independent accumulators per x row.
+// x: [MM, K] (ldx), w: [K], y: [MM] (ldy apart).
+template <DType DT, int MM>
+void gemv_row(const float* x, int64_t ldx, const typename Load<DT>::T* w, int64_t K,
+              float bias, float* y, int64_t ldy) {
+  constexpr int U = MM == 1 ? 4 : MM == 2 ? 2 : 1;
+  __m256 acc[MM][U];
+#pragma GCC unroll 4
+  for (int m = 0; m < MM; ++m)
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) acc[m][u] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 * U <= K; k += 8 * U) {
+    __m256 wv[U];
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) wv[u] = Load<DT>::full(w + k + 8 * u);
+#pragma GCC unroll 4
+    for (int m = 0; m < MM; ++m)
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u)
+        acc[m][u] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + k + 8 * u), wv[u], acc[m][u]);
+  }
+  for (; k + 8 <= K; k += 8) {
+    const __m256 wv = Load<DT>::full(w + k);
+#pragma GCC unroll 4
+    for (int m = 0; m < MM; ++m)
+      acc[m][0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + k), wv, acc[m][0]);
+  }
+  if (k < K) {
+    const __m256i mask = tail_mask(K - k);
+    const __m256 wv = Load<DT>::partial(w + k, K - k);
+#pragma GCC unroll 4
+    for (int m = 0; m < MM; ++m)
+      acc[m][0] = _mm256_fmadd_ps(_mm256_maskload_ps(x + m * ldx + k, mask), wv, acc[m][0]);
+  }
+#pragma GCC unroll 4
+  for (int m = 0; m < MM; ++m) {
+#pragma GCC unroll 4
+    for (int u = 1; u < U; ++u) acc[m][0] = _mm256_add_ps(acc[m][0], acc[m][u]);
+    y[m * ldy] = hsum(acc[m][0]) + bias;
+  }
+}
+
+// Rows [n0, n1) of W, each streamed once from memory for all M rows of x. x rows go in
+// groups of up to 4; with more than one group, W rows go in blocks of about 16 KB so that a
+// block read from DRAM by the first group is still in L2 for the others, while one group
+// of x stays in L1.
+template <DType DT>
+void gemv_t(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+            float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  const int64_t row_bytes = w.cols * int64_t(sizeof(typename Load<DT>::T));
+  const int64_t block = M <= 4 ? n1 - n0 : std::max<int64_t>(1, (16 << 10) / row_bytes);
+  for (int64_t nb = n0; nb < n1; nb += block) {
+    const int64_t ne = std::min(n1, nb + block);
+    for (int64_t m = 0; m < M; m += 4) {
+      const float* xm = x + m * ldx;
+      const int64_t mm = std::min<int64_t>(4, M - m);
+      for (int64_t n = nb; n < ne; ++n) {
+        const auto* wr = row_ptr<DT>(w, n, 0);
+        const float b = bias ? bias[n] : 0.0f;
+        float* ym = y + m * ldy + n;
+        switch (mm) {
+          case 1: gemv_row<DT, 1>(xm, ldx, wr, w.cols, b, ym, ldy); break;
+          case 2: gemv_row<DT, 2>(xm, ldx, wr, w.cols, b, ym, ldy); break;
+          case 3: gemv_row<DT, 3>(xm, ldx, wr, w.cols, b, ym, ldy); break;
+          default: gemv_row<DT, 4>(xm, ldx, wr, w.cols, b, ym, ldy); break;
+        }
+      }
+    }
+  }
+}
+
+void gemv(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+          float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  switch (w.dtype) {
+    case DType::BF16: return gemv_t<DType::BF16>(x, M, ldx, w, bias, y, ldy, n0, n1);
+    case DType::F16: return gemv_t<DType::F16>(x, M, ldx, w, bias, y, ldy, n0, n1);
+    default: return gemv_t<DType::F32>(x, M, ldx, w, bias, y, ldy, n0, n1);
+  }
+}
+
+// ---- gemm --------------------------------------------------------------------------
+
+// In-place transpose of an 8 x 8 f32 block.
+inline void transpose8(__m256 r[8]) {
+  __m256 t[8], s[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int g = 0; g < 2; ++g) {
+    s[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    s[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+    s[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    s[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+  }
+  for (int c = 0; c < 4; ++c) {
+    r[c] = _mm256_permute2f128_ps(s[c], s[4 + c], 0x20);
+    r[4 + c] = _mm256_permute2f128_ps(s[c], s[4 + c], 0x31);
+  }
+}
+
+struct Avx2Gemm {
+  static constexpr int kMr = 6;
+  static constexpr int kNr = 16;
+  static constexpr int kKcMax = 384;
+  static constexpr int kNcStrips = 32;
+
+  // dst[k * 16 + j] = W[row0 + j, k0 + k] for k < kc; rows past rows_valid are zero.
+  template <DType DT>
+  static void pack_w_t(const WeightView& w, int64_t row0, int rows_valid, int64_t k0, int64_t kc,
+                       float* dst) {
+    for (int half = 0; half < 2; ++half) {
+      const int j0 = half * 8;
+      const int rows = std::max(0, std::min(8, rows_valid - j0));
+      const typename Load<DT>::T* src[8];
+      for (int i = 0; i < rows; ++i) src[i] = row_ptr<DT>(w, row0 + j0 + i, k0);
+      for (int64_t k = 0; k < kc; k += 8) {
+        const int cnt = int(std::min<int64_t>(8, kc - k));
+        __m256 r[8];
+        if (cnt == 8) {
+          for (int i = 0; i < rows; ++i) r[i] = Load<DT>::full(src[i] + k);
+        } else {
+          for (int i = 0; i < rows; ++i) r[i] = Load<DT>::partial(src[i] + k, cnt);
+        }
+        for (int i = rows; i < 8; ++i) r[i] = _mm256_setzero_ps();
+        transpose8(r);
+        for (int i = 0; i < cnt; ++i) _mm256_store_ps(dst + (k + i) * kNr + j0, r[i]);
+      }
+    }
+  }
+
+  static void pack_w(const WeightView& w, int64_t row0, int rows_valid, int64_t k0, int64_t kc,
+                     float* dst) {
+    switch (w.dtype) {
+      case DType::BF16: return pack_w_t<DType::BF16>(w, row0, rows_valid, k0, kc, dst);
+      case DType::F16: return pack_w_t<DType::F16>(w, row0, rows_valid, k0, kc, dst);
+      default: return pack_w_t<DType::F32>(w, row0, rows_valid, k0, kc, dst);
+    }
+  }
+
+  // y[i, 0:nv] (+)= sum_k xp[k * MR + i] * wp[k * 16 + 0:nv], i < MR.
+  template <int MR>
+  static void micro_t(int64_t kc, const float* xp, const float* wp, float* y, int64_t ldy,
+                      int nv, const float* bias, bool accumulate) {
+    const __m256i m0 = tail_mask(nv);
+    const __m256i m1 = tail_mask(nv - 8);
+    __m256 c0[MR], c1[MR];
+    if (accumulate) {
+#pragma GCC unroll 6
+      for (int i = 0; i < MR; ++i) {
+        c0[i] = _mm256_maskload_ps(y + i * ldy, m0);
+        c1[i] = _mm256_maskload_ps(y + i * ldy + 8, m1);
+      }
+    } else {
+      __m256 b0 = bias ? _mm256_maskload_ps(bias, m0) : _mm256_setzero_ps();
+      __m256 b1 = bias ? _mm256_maskload_ps(bias + 8, m1) : _mm256_setzero_ps();
+#pragma GCC unroll 6
+      for (int i = 0; i < MR; ++i) {
+        c0[i] = b0;
+        c1[i] = b1;
+      }
+    }
+    for (int64_t k = 0; k < kc; ++k) {
+      const __m256 w0 = _mm256_load_ps(wp);
+      const __m256 w1 = _mm256_load_ps(wp + 8);
+#pragma GCC unroll 6
+      for (int i = 0; i < MR; ++i) {
+        const __m256 a = _mm256_broadcast_ss(xp + i);
+        c0[i] = _mm256_fmadd_ps(a, w0, c0[i]);
+        c1[i] = _mm256_fmadd_ps(a, w1, c1[i]);
+      }
+      wp += kNr;
+      xp += MR;
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      _mm256_maskstore_ps(y + i * ldy, m0, c0[i]);
+      _mm256_maskstore_ps(y + i * ldy + 8, m1, c1[i]);
+    }
+  }
+
+  static void micro(int mr, int64_t kc, const float* xp, const float* wp, float* y, int64_t ldy,
+                    int nv, const float* bias, bool accumulate) {
+    switch (mr) {
+      case 1: return micro_t<1>(kc, xp, wp, y, ldy, nv, bias, accumulate);
+      case 2: return micro_t<2>(kc, xp, wp, y, ldy, nv, bias, accumulate);
+      case 3: return micro_t<3>(kc, xp, wp, y, ldy, nv, bias, accumulate);
+      case 4: return micro_t<4>(kc, xp, wp, y, ldy, nv, bias, accumulate);
+      case 5: return micro_t<5>(kc, xp, wp, y, ldy, nv, bias, accumulate);
+      default: return micro_t<6>(kc, xp, wp, y, ldy, nv, bias, accumulate);
+    }
+  }
+};
+
+void gemm(const float* x, int64_t ldx, const WeightView& w, const float* bias, float* y,
+          int64_t ldy, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  gemm_task<Avx2Gemm>(x, ldx, w, bias, y, ldy, m0, m1, n0, n1);
+}
+
+}  // namespace
+
+const Kernels& avx2_kernels() {
+  static const Kernels k{gemv, gemm, widen, Avx2Gemm::kMr, Avx2Gemm::kNr, Avx2Gemm::kNcStrips};
+  return k;
+}
+
+}  // namespace cpinfer::linear_impl

@@ -1,0 +1,294 @@
+// AVX-512 linear kernels (compiled with -mavx512f/bw/vl/dq -mfma -mf16c).
+//   gemv:  one W row at a time, front to back, x up to 4 x rows, W widened in registers
+//          (bf16: zero-extend + shift left 16; f16: vcvtph2ps), masked K tail.
+//   gemm:  14 x 32 register tile (28 zmm accumulators) over a packed f32 W panel; the
+//          panel is packed with 16 x 16 in-register transposes.
+// GCC 12's AVX-512 intrinsics (the _mm512_undefined_* idiom) trip -W(maybe-)uninitialized
+// once inlined; the warnings point into the system header and are false positives.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <type_traits>
+#include <cstdlib>
+
+#include "core/dtype.h"
+#include "kernels/linear_driver.h"
+#include "kernels/linear_impl.h"
+
+namespace cpinfer::linear_impl {
+
+namespace {
+
+template <DType DT>
+struct Load {
+  using T = std::conditional_t<DT == DType::F32, float, uint16_t>;
+
+  static __m512 widen16(__m256i h) {
+    if constexpr (DT == DType::BF16)
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    else
+      return _mm512_cvtph_ps(h);
+  }
+  // 16 elements at p, widened to f32.
+  static __m512 full(const T* p) {
+    if constexpr (DT == DType::F32) return _mm512_loadu_ps(p);
+    else return widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  // The elements of p selected by m (others 0); never touches unselected memory.
+  static __m512 masked(const T* p, __mmask16 m) {
+    if constexpr (DT == DType::F32) return _mm512_maskz_loadu_ps(m, p);
+    else return widen16(_mm256_maskz_loadu_epi16(m, p));
+  }
+};
+
+inline __mmask16 tail_mask(int64_t n) { return __mmask16((1u << n) - 1u); }
+
+template <DType DT>
+const typename Load<DT>::T* row_ptr(const WeightView& w, int64_t row, int64_t k0) {
+  return static_cast<const typename Load<DT>::T*>(w.data) + row * w.ld + k0;
+}
+
+// ---- widen -------------------------------------------------------------------------
+
+template <DType DT>
+void widen_t(const void* src, int64_t n, float* dst) {
+  const auto* s = static_cast<const typename Load<DT>::T*>(src);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, Load<DT>::full(s + i));
+  if (i < n) {
+    __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(dst + i, m, Load<DT>::masked(s + i, m));
+  }
+}
+
+void widen(const void* src, DType dtype, int64_t n, float* dst) {
+  switch (dtype) {
+    case DType::BF16: return widen_t<DType::BF16>(src, n, dst);
+    case DType::F16: return widen_t<DType::F16>(src, n, dst);
+    default: return widen_t<DType::F32>(src, n, dst);
+  }
+}
+
+// ---- gemv --------------------------------------------------------------------------
+
+// y[m] = x[m, :] · w[:] + bias for m < MM: one W row, read front to back (a single
+// sequential stream is what the hardware prefetchers follow best; interleaving several
+// rows halves the DRAM bandwidth on rows of a few KB). U independent accumulators per x
+// row hide the FMA latency. x: [MM, K] (ldx), w: [K], y: [MM] (ldy apart).
+template <DType DT, int MM>
+void gemv_row(const float* x, int64_t ldx, const typename Load<DT>::T* w, int64_t K,
+              float bias, float* y, int64_t ldy, const char* pf = nullptr) {
+  constexpr int U = MM == 1 ? 4 : MM == 2 ? 2 : 1;
+  __m512 acc[MM][U];
+#pragma GCC unroll 4
+  for (int m = 0; m < MM; ++m)
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) acc[m][u] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 * U <= K; k += 16 * U) {
+    __m512 wv[U];
+    if (pf) {
+      constexpr int64_t bytes = 16 * U * sizeof(typename Load<DT>::T);
+      for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(pf + k * int64_t(sizeof(typename Load<DT>::T)) + o, _MM_HINT_T0);
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) wv[u] = Load<DT>::full(w + k + 16 * u);
+#pragma GCC unroll 4
+    for (int m = 0; m < MM; ++m)
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u)
+        acc[m][u] = _mm512_fmadd_ps(_mm512_loadu_ps(x + m * ldx + k + 16 * u), wv[u], acc[m][u]);
+  }
+  for (; k < K; k += 16) {
+    const __mmask16 mask = K - k >= 16 ? __mmask16(0xffff) : tail_mask(K - k);
+    const __m512 wv = Load<DT>::masked(w + k, mask);
+#pragma GCC unroll 4
+    for (int m = 0; m < MM; ++m)
+      acc[m][0] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, x + m * ldx + k), wv, acc[m][0]);
+  }
+#pragma GCC unroll 4
+  for (int m = 0; m < MM; ++m) {
+#pragma GCC unroll 4
+    for (int u = 1; u < U; ++u) acc[m][0] = _mm512_add_ps(acc[m][0], acc[m][u]);
+    y[m * ldy] = _mm512_reduce_add_ps(acc[m][0]) + bias;
+  }
+}
+
+// Rows [n0, n1) of W, each streamed once from memory for all M rows of x. x rows go in
+// groups of up to 4; with more than one group, W rows go in blocks of about 16 KB so that a
+// block read from DRAM by the first group is still in L2 for the others, while one group
+// of x stays in L1.
+template <DType DT>
+void gemv_t(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+            float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  static const int64_t KC = getenv("KC") ? atoi(getenv("KC")) : 1 << 30;
+  static const int64_t PFR = getenv("PFR") ? atoi(getenv("PFR")) : 0;
+  const int64_t K = w.cols;
+  const int64_t chunks = (K + KC - 1) / KC;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t k0 = c * K / chunks, k1 = (c + 1) * K / chunks;
+    for (int64_t n = n0; n < n1; ++n) {
+      const auto* wr = row_ptr<DT>(w, n, k0);
+      const char* pf = PFR && n + PFR < n1 ? reinterpret_cast<const char*>(row_ptr<DT>(w, n + PFR, k0)) : nullptr;
+      for (int64_t m = 0; m < M; m += 4) {
+        const float* xm = x + m * ldx + k0;
+        float* ym = y + m * ldy + n;
+        const float b = c > 0 ? *ym : bias ? bias[n] : 0.0f;
+        switch (std::min<int64_t>(4, M - m)) {
+          case 1: gemv_row<DT, 1>(xm, ldx, wr, k1 - k0, b, ym, ldy, pf); break;
+          case 2: gemv_row<DT, 2>(xm, ldx, wr, k1 - k0, b, ym, ldy, pf); break;
+          case 3: gemv_row<DT, 3>(xm, ldx, wr, k1 - k0, b, ym, ldy, pf); break;
+          default: gemv_row<DT, 4>(xm, ldx, wr, k1 - k0, b, ym, ldy, pf); break;
+        }
+        pf = nullptr;
+      }
+    }
+  }
+}
+
+void gemv(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+          float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  switch (w.dtype) {
+    case DType::BF16: return gemv_t<DType::BF16>(x, M, ldx, w, bias, y, ldy, n0, n1);
+    case DType::F16: return gemv_t<DType::F16>(x, M, ldx, w, bias, y, ldy, n0, n1);
+    default: return gemv_t<DType::F32>(x, M, ldx, w, bias, y, ldy, n0, n1);
+  }
+}
+
+// ---- gemm --------------------------------------------------------------------------
+
+// In-place transpose of a 16 x 16 f32 block: r[i][j] -> r[j][i].
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // Per 128-bit lane L: r[4g + c] holds column 4L + c of rows 4g .. 4g+3.
+  for (int g = 0; g < 4; ++g) {
+    r[4 * g] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+    r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+  }
+  for (int c = 0; c < 4; ++c) {
+    __m512 a = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);
+    __m512 b = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
+    __m512 d = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+    __m512 e = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
+    t[c] = _mm512_shuffle_f32x4(a, d, 0x88);
+    t[8 + c] = _mm512_shuffle_f32x4(a, d, 0xdd);
+    t[4 + c] = _mm512_shuffle_f32x4(b, e, 0x88);
+    t[12 + c] = _mm512_shuffle_f32x4(b, e, 0xdd);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+struct Avx512Gemm {
+  static constexpr int kMr = 14;
+  static constexpr int kNr = 32;
+  static constexpr int kKcMax = 384;
+  static constexpr int kNcStrips = 16;
+
+  // dst[k * 32 + j] = W[row0 + j, k0 + k] for k < kc; rows past rows_valid are zero.
+  template <DType DT>
+  static void pack_w_t(const WeightView& w, int64_t row0, int rows_valid, int64_t k0, int64_t kc,
+                       float* dst) {
+    for (int half = 0; half < 2; ++half) {
+      const int j0 = half * 16;
+      const int rows = std::max(0, std::min(16, rows_valid - j0));
+      const typename Load<DT>::T* src[16];
+      for (int i = 0; i < rows; ++i) src[i] = row_ptr<DT>(w, row0 + j0 + i, k0);
+      for (int64_t k = 0; k < kc; k += 16) {
+        const int cnt = int(std::min<int64_t>(16, kc - k));
+        __m512 r[16];
+        if (cnt == 16) {
+          for (int i = 0; i < rows; ++i) r[i] = Load<DT>::full(src[i] + k);
+        } else {
+          const __mmask16 m = tail_mask(cnt);
+          for (int i = 0; i < rows; ++i) r[i] = Load<DT>::masked(src[i] + k, m);
+        }
+        for (int i = rows; i < 16; ++i) r[i] = _mm512_setzero_ps();
+        transpose16(r);
+        for (int i = 0; i < cnt; ++i) _mm512_store_ps(dst + (k + i) * kNr + j0, r[i]);
+      }
+    }
+  }
+
+  static void pack_w(const WeightView& w, int64_t row0, int rows_valid, int64_t k0, int64_t kc,
+                     float* dst) {
+    switch (w.dtype) {
+      case DType::BF16: return pack_w_t<DType::BF16>(w, row0, rows_valid, k0, kc, dst);
+      case DType::F16: return pack_w_t<DType::F16>(w, row0, rows_valid, k0, kc, dst);
+      default: return pack_w_t<DType::F32>(w, row0, rows_valid, k0, kc, dst);
+    }
+  }
+
+  // y[i, 0:nv] (+)= sum_k xp[k * MR + i] * wp[k * 32 + 0:nv], i < MR.
+  template <int MR>
+  static void micro_t(int64_t kc, const float* xp, const float* wp, float* y, int64_t ldy,
+                      int nv, const float* bias, bool accumulate) {
+    const __mmask16 m0 = nv >= 16 ? __mmask16(0xffff) : tail_mask(nv);
+    const __mmask16 m1 = nv >= 32 ? __mmask16(0xffff) : nv > 16 ? tail_mask(nv - 16) : 0;
+    __m512 c0[MR], c1[MR];
+    if (accumulate) {
+#pragma GCC unroll 14
+      for (int i = 0; i < MR; ++i) {
+        c0[i] = _mm512_maskz_loadu_ps(m0, y + i * ldy);
+        c1[i] = _mm512_maskz_loadu_ps(m1, y + i * ldy + 16);
+      }
+    } else {
+      __m512 b0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+      __m512 b1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 14
+      for (int i = 0; i < MR; ++i) {
+        c0[i] = b0;
+        c1[i] = b1;
+      }
+    }
+    for (int64_t k = 0; k < kc; ++k) {
+      const __m512 w0 = _mm512_load_ps(wp);
+      const __m512 w1 = _mm512_load_ps(wp + 16);
+#pragma GCC unroll 14
+      for (int i = 0; i < MR; ++i) {
+        const __m512 a = _mm512_set1_ps(xp[i]);
+        c0[i] = _mm512_fmadd_ps(a, w0, c0[i]);
+        c1[i] = _mm512_fmadd_ps(a, w1, c1[i]);
+      }
+      wp += kNr;
+      xp += MR;
+    }
+#pragma GCC unroll 14
+    for (int i = 0; i < MR; ++i) {
+      _mm512_mask_storeu_ps(y + i * ldy, m0, c0[i]);
+      _mm512_mask_storeu_ps(y + i * ldy + 16, m1, c1[i]);
+    }
+  }
+
+  static void micro(int mr, int64_t kc, const float* xp, const float* wp, float* y, int64_t ldy,
+                    int nv, const float* bias, bool accumulate) {
+    using Fn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, const float*,
+                        bool);
+    static constexpr Fn table[kMr] = {micro_t<1>,  micro_t<2>,  micro_t<3>,  micro_t<4>,
+                                      micro_t<5>,  micro_t<6>,  micro_t<7>,  micro_t<8>,
+                                      micro_t<9>,  micro_t<10>, micro_t<11>, micro_t<12>,
+                                      micro_t<13>, micro_t<14>};
+    table[mr - 1](kc, xp, wp, y, ldy, nv, bias, accumulate);
+  }
+};
+
+void gemm(const float* x, int64_t ldx, const WeightView& w, const float* bias, float* y,
+          int64_t ldy, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  gemm_task<Avx512Gemm>(x, ldx, w, bias, y, ldy, m0, m1, n0, n1);
+}
+
+}  // namespace
+
+const Kernels& avx512_kernels() {
+  static const Kernels k{gemv, gemm, widen, Avx512Gemm::kMr, Avx512Gemm::kNr,
+                         Avx512Gemm::kNcStrips};
+  return k;
+}
+
+}  // namespace cpinfer::linear_impl

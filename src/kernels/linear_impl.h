@@ -1,0 +1,47 @@
+// Internal: the per-ISA kernels behind linear() and embedding_lookup(). linear.cpp checks
+// arguments, splits the work into tasks for the pool and calls one of these tables
+// (linear_generic.cpp, linear_avx2.cpp, linear_avx512.cpp), chosen by active_isa().
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+
+#include "kernels/linear.h"
+
+namespace cpinfer::linear_impl {
+
+// Decode path: y[m, n] = x[m, :] · W[n, :] + bias[n] for m in [0, M), n in [n0, n1).
+// x: [M, K] (row stride ldx), W: [N, K] (w.ld), y: [M, N] (row stride ldy). M <= kGemvMaxM.
+// Streams each W row once for all M rows.
+using GemvFn = void (*)(const float* x, int64_t M, int64_t ldx, const WeightView& w,
+                        const float* bias, float* y, int64_t ldy, int64_t n0, int64_t n1);
+
+// Prefill path: one task of the blocked GEMM, y[m0:m1, n0:n1] over all of K. Packs panels
+// of W (widened to f32) and tiles of x into thread_scratch() and runs the microkernel.
+using GemmFn = void (*)(const float* x, int64_t ldx, const WeightView& w, const float* bias,
+                        float* y, int64_t ldy, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
+
+// dst[0:n] = src[0:n] widened from `dtype` (F32, BF16 or F16) to f32.
+using WidenFn = void (*)(const void* src, DType dtype, int64_t n, float* dst);
+
+struct Kernels {
+  GemvFn gemv;
+  GemmFn gemm;
+  WidenFn widen;
+  int mr;  // microkernel rows (x rows per register tile)
+  int nr;  // microkernel columns (W rows per packed strip)
+  int nc_strips;  // strips per packed W panel (the panel is nc_strips * nr rows x a K block)
+};
+
+// Largest M that takes the GEMV path; above it the packed GEMM wins.
+inline const int64_t kGemvMaxM = getenv("GMAX") ? atoi(getenv("GMAX")) : 8;  // TEMP
+
+const Kernels& generic_kernels();
+const Kernels& avx2_kernels();
+const Kernels& avx512_kernels();
+
+// A 64-byte aligned buffer of at least `floats` floats, owned by the calling thread and
+// reused across calls (grown, never shrunk). `slot` picks one of two independent buffers.
+float* thread_scratch(int slot, size_t floats);
+
+}  // namespace cpinfer::linear_impl

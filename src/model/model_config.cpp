@@ -1,0 +1,362 @@
+#include "model/model_config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace cpinfer {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr const char* kSupportedArchitectures = "Qwen2ForCausalLM, LlamaForCausalLM";
+
+std::string type_name(const json& v) {
+  if (v.is_number_integer()) return "integer";
+  if (v.is_number_float()) return "number";
+  return v.type_name();  // "null", "boolean", "string", "array", "object"
+}
+
+// A short rendering of a JSON value for messages.
+std::string show(const json& v) {
+  std::string s = v.dump();
+  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+// Typed access to config fields; every error names the file, the field, what was found
+// and what was expected.
+class Fields {
+ public:
+  Fields(const json& root, std::string source) : root_(root), source_(std::move(source)) {}
+
+  bool has(const char* key) const { return root_.contains(key) && !root_.at(key).is_null(); }
+
+  const json& required(const char* key) const {
+    CPI_CHECK(has(key), "{}: required field '{}' is missing", source_, key);
+    return root_.at(key);
+  }
+
+  int64_t integer(const char* key) const { return as_integer(required(key), key); }
+  int64_t integer(const char* key, int64_t def) const {
+    return has(key) ? as_integer(root_.at(key), key) : def;
+  }
+  int64_t positive(const char* key) const {
+    int64_t v = integer(key);
+    CPI_CHECK(v > 0, "{}: field '{}' must be positive, found {}", source_, key, v);
+    return v;
+  }
+  double number(const char* key, double def) const {
+    return has(key) ? as_number(root_.at(key), key) : def;
+  }
+  bool boolean(const char* key, bool def) const {
+    if (!has(key)) return def;
+    const json& v = root_.at(key);
+    CPI_CHECK(v.is_boolean(), "{}: field '{}' must be a boolean, found {} {}", source_, key,
+              type_name(v), show(v));
+    return v.get<bool>();
+  }
+  std::string string(const char* key, const std::string& def) const {
+    if (!has(key)) return def;
+    const json& v = root_.at(key);
+    CPI_CHECK(v.is_string(), "{}: field '{}' must be a string, found {} {}", source_, key,
+              type_name(v), show(v));
+    return v.get<std::string>();
+  }
+
+  int64_t as_integer(const json& v, const std::string& key) const {
+    CPI_CHECK(v.is_number_integer(), "{}: field '{}' must be an integer, found {} {}", source_,
+              key, type_name(v), show(v));
+    if (v.is_number_unsigned()) {
+      CPI_CHECK(v.get<uint64_t>() <= uint64_t(INT64_MAX), "{}: field '{}' is too large: {}",
+                source_, key, show(v));
+    }
+    return v.get<int64_t>();
+  }
+  double as_number(const json& v, const std::string& key) const {
+    CPI_CHECK(v.is_number(), "{}: field '{}' must be a number, found {} {}", source_, key,
+              type_name(v), show(v));
+    return v.get<double>();
+  }
+  // A token id field: an integer or a list of integers, each in [0, 2^31).
+  std::vector<int32_t> token_ids(const char* key) const {
+    std::vector<int32_t> out;
+    if (!has(key)) return out;
+    const json& v = root_.at(key);
+    auto one = [&](const json& x, const std::string& what) {
+      int64_t id = as_integer(x, what);
+      CPI_CHECK(id >= 0 && id <= INT32_MAX, "{}: field '{}' holds token id {}, expected an id "
+                "in [0, {}]", source_, what, id, INT32_MAX);
+      out.push_back(int32_t(id));
+    };
+    if (v.is_array()) {
+      for (size_t i = 0; i < v.size(); ++i) one(v[i], fmt::format("{}[{}]", key, i));
+    } else {
+      CPI_CHECK(v.is_number_integer(), "{}: field '{}' must be an integer or a list of "
+                "integers, found {} {}", source_, key, type_name(v), show(v));
+      one(v, key);
+    }
+    return out;
+  }
+
+  const std::string& source() const { return source_; }
+
+ private:
+  const json& root_;
+  std::string source_;
+};
+
+json parse_json_object(const std::string& text, const std::string& source) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail("{} is not valid JSON (at byte {}): {}", source, e.byte, e.what());
+  }
+  CPI_CHECK(root.is_object(), "{}: expected a JSON object at the top level, found {}", source,
+            type_name(root));
+  return root;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  CPI_CHECK(in.good(), "cannot open '{}'", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  CPI_CHECK(!in.bad(), "cannot read '{}'", path);
+  return ss.str();
+}
+
+// Picks the architecture from "architectures" (first supported entry), else from
+// "model_type".
+void parse_architecture(const json& root, const Fields& f, ModelConfig& c) {
+  std::string model_type = f.string("model_type", "");
+  std::vector<std::string> names;
+  if (f.has("architectures")) {
+    const json& a = root.at("architectures");
+    CPI_CHECK(a.is_array(), "{}: field 'architectures' must be a list of strings, found {} {}",
+              f.source(), type_name(a), show(a));
+    for (const json& x : a) {
+      CPI_CHECK(x.is_string(), "{}: field 'architectures' must be a list of strings, found "
+                "an element {} {}", f.source(), type_name(x), show(x));
+      names.push_back(x.get<std::string>());
+    }
+    CPI_CHECK(!names.empty(), "{}: field 'architectures' is empty (supported: {})", f.source(),
+              kSupportedArchitectures);
+  } else {
+    CPI_CHECK(!model_type.empty(), "{}: required field 'architectures' is missing (and there "
+              "is no 'model_type' to fall back on)", f.source());
+    if (model_type == "qwen2") names.push_back("Qwen2ForCausalLM");
+    else if (model_type == "llama") names.push_back("LlamaForCausalLM");
+    else fail("{}: unsupported model_type '{}' (supported: qwen2, llama)", f.source(), model_type);
+  }
+  for (const std::string& n : names) {
+    if (n == "Qwen2ForCausalLM") {
+      c.arch = Architecture::Qwen2;
+    } else if (n == "LlamaForCausalLM") {
+      c.arch = Architecture::Llama;
+    } else {
+      continue;
+    }
+    c.architecture_name = n;
+    c.model_type = c.arch == Architecture::Qwen2 ? "qwen2" : "llama";
+    CPI_CHECK(model_type.empty() || model_type == c.model_type,
+              "{}: model_type '{}' does not match architecture {} (expected '{}')", f.source(),
+              model_type, n, c.model_type);
+    return;
+  }
+  std::string found = names.size() == 1 ? "'" + names[0] + "'" : show(root.at("architectures"));
+  fail("{}: unsupported architecture {} (supported: {})", f.source(), found,
+       kSupportedArchitectures);
+}
+
+void parse_rope_scaling(const json& root, const Fields& f, ModelConfig& c) {
+  c.rope_scaling = RopeScaling{};
+  if (!f.has("rope_scaling")) return;
+  const json& rs = root.at("rope_scaling");
+  CPI_CHECK(rs.is_object(), "{}: field 'rope_scaling' must be null or an object, found {} {}",
+            f.source(), type_name(rs), show(rs));
+  Fields r(rs, f.source());
+  std::string type = r.has("rope_type") ? r.string("rope_type", "") : r.string("type", "");
+  CPI_CHECK(!type.empty(), "{}: field 'rope_scaling' has no 'rope_type' (or 'type')",
+            f.source());
+  if (type == "default") return;
+  CPI_CHECK(type == "llama3", "{}: unsupported rope_scaling type '{}' (supported: llama3, "
+            "default)", f.source(), type);
+  RopeScaling& s = c.rope_scaling;
+  s.type = "llama3";
+  CPI_CHECK(r.has("factor"), "{}: field 'rope_scaling.factor' is missing", f.source());
+  s.factor = r.number("factor", 1.0);
+  s.low_freq_factor = r.number("low_freq_factor", s.low_freq_factor);
+  s.high_freq_factor = r.number("high_freq_factor", s.high_freq_factor);
+  s.original_max_position_embeddings =
+      r.integer("original_max_position_embeddings", s.original_max_position_embeddings);
+  CPI_CHECK(s.factor > 0, "{}: field 'rope_scaling.factor' must be positive, found {}",
+            f.source(), s.factor);
+  CPI_CHECK(s.low_freq_factor > 0, "{}: field 'rope_scaling.low_freq_factor' must be positive, "
+            "found {}", f.source(), s.low_freq_factor);
+  CPI_CHECK(s.high_freq_factor > s.low_freq_factor, "{}: rope_scaling.high_freq_factor ({}) "
+            "must be greater than low_freq_factor ({})", f.source(), s.high_freq_factor,
+            s.low_freq_factor);
+  CPI_CHECK(s.original_max_position_embeddings > 0, "{}: field "
+            "'rope_scaling.original_max_position_embeddings' must be positive, found {}",
+            f.source(), s.original_max_position_embeddings);
+}
+
+void append_unique(std::vector<int32_t>& to, const std::vector<int32_t>& from) {
+  for (int32_t id : from)
+    if (std::find(to.begin(), to.end(), id) == to.end()) to.push_back(id);
+}
+
+}  // namespace
+
+ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
+  const json root = parse_json_object(json_text, source);
+  const Fields f(root, source);
+  ModelConfig c;
+  parse_architecture(root, f, c);
+
+  c.hidden_size = f.positive("hidden_size");
+  c.intermediate_size = f.positive("intermediate_size");
+  c.num_layers = f.positive("num_hidden_layers");
+  c.num_q_heads = f.positive("num_attention_heads");
+  c.num_kv_heads = f.has("num_key_value_heads") ? f.positive("num_key_value_heads")
+                                                : c.num_q_heads;
+  CPI_CHECK(c.num_q_heads % c.num_kv_heads == 0, "{}: num_attention_heads ({}) must be a "
+            "multiple of num_key_value_heads ({})", source, c.num_q_heads, c.num_kv_heads);
+  if (f.has("head_dim")) {
+    c.head_dim = f.positive("head_dim");
+  } else {
+    CPI_CHECK(c.hidden_size % c.num_q_heads == 0, "{}: hidden_size ({}) is not a multiple of "
+              "num_attention_heads ({}) and there is no 'head_dim'", source, c.hidden_size,
+              c.num_q_heads);
+    c.head_dim = c.hidden_size / c.num_q_heads;
+  }
+  CPI_CHECK(c.head_dim % 2 == 0, "{}: head_dim must be even (RoPE rotates pairs), found {}",
+            source, c.head_dim);
+  c.vocab_size = f.positive("vocab_size");
+  c.max_position_embeddings = f.positive("max_position_embeddings");
+
+  c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
+  CPI_CHECK(c.rms_norm_eps > 0, "{}: field 'rms_norm_eps' must be positive, found {}", source,
+            c.rms_norm_eps);
+  c.rope_theta = f.number("rope_theta", 10000.0);
+  CPI_CHECK(c.rope_theta > 0, "{}: field 'rope_theta' must be positive, found {}", source,
+            c.rope_theta);
+  parse_rope_scaling(root, f, c);
+
+  std::string act = f.string("hidden_act", "silu");
+  CPI_CHECK(act == "silu", "{}: unsupported hidden_act '{}' (supported: silu)", source, act);
+  CPI_CHECK(!f.boolean("use_sliding_window", false), "{}: use_sliding_window=true is not "
+            "supported (expected false)", source);
+
+  c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
+  // Qwen2 always has q/k/v biases and no 'attention_bias' field; Llama makes it optional.
+  c.attention_bias = c.arch == Architecture::Qwen2 ? true : f.boolean("attention_bias", false);
+  c.mlp_bias = f.boolean("mlp_bias", false);
+
+  std::vector<int32_t> bos = f.token_ids("bos_token_id");
+  CPI_CHECK(bos.size() <= 1, "{}: field 'bos_token_id' must be a single integer, found a list "
+            "of {}", source, bos.size());
+  if (!bos.empty()) c.bos_token_id = bos[0];
+  c.eos_token_ids = f.token_ids("eos_token_id");
+  auto check_id = [&](int32_t id, const char* field) {
+    CPI_CHECK(id < c.vocab_size, "{}: {} {} is outside the vocabulary (vocab_size {})", source,
+              field, id, c.vocab_size);
+  };
+  if (c.bos_token_id) check_id(*c.bos_token_id, "bos_token_id");
+  for (int32_t id : c.eos_token_ids) check_id(id, "eos_token_id");
+
+  // Newer transformers write "dtype" instead of "torch_dtype".
+  c.torch_dtype = f.has("torch_dtype") ? f.string("torch_dtype", "") : f.string("dtype", "");
+  return c;
+}
+
+ModelConfig load_model_config(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  const fs::path dir(model_dir);
+  CPI_CHECK(fs::is_directory(dir), "model directory '{}' does not exist or is not a directory",
+            model_dir);
+  const fs::path cfg_path = dir / "config.json";
+  CPI_CHECK(fs::is_regular_file(cfg_path), "no config.json in model directory '{}'", model_dir);
+  ModelConfig c = parse_model_config(read_file(cfg_path.string()), cfg_path.string());
+
+  // generation_config.json often carries more eos ids (e.g. Qwen2.5's <|endoftext|>).
+  const fs::path gen_path = dir / "generation_config.json";
+  if (fs::is_regular_file(gen_path)) {
+    const std::string src = gen_path.string();
+    const json gen = parse_json_object(read_file(src), src);
+    const Fields g(gen, src);
+    std::vector<int32_t> eos = g.token_ids("eos_token_id");
+    for (int32_t id : eos) {
+      CPI_CHECK(id < c.vocab_size, "{}: eos_token_id {} is outside the vocabulary (vocab_size "
+                "{})", src, id, c.vocab_size);
+    }
+    append_unique(c.eos_token_ids, eos);
+    if (!c.bos_token_id) {
+      std::vector<int32_t> bos = g.token_ids("bos_token_id");
+      if (!bos.empty() && bos[0] < c.vocab_size) c.bos_token_id = bos[0];
+    }
+  }
+  return c;
+}
+
+// The keys of the real Qwen2.5 / Llama 3.2 config.json files, sorted like transformers
+// writes them, so transformers can load the directory.
+nlohmann::json model_config_to_json(const ModelConfig& c) {
+  json j;
+  const bool qwen = c.arch == Architecture::Qwen2;
+  j["architectures"] = json::array({qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM"});
+  j["model_type"] = qwen ? "qwen2" : "llama";
+  j["attention_dropout"] = 0.0;
+  if (c.bos_token_id) j["bos_token_id"] = *c.bos_token_id;
+  if (c.eos_token_ids.size() == 1) j["eos_token_id"] = c.eos_token_ids[0];
+  else if (!c.eos_token_ids.empty()) j["eos_token_id"] = c.eos_token_ids;
+  j["hidden_act"] = "silu";
+  j["hidden_size"] = c.hidden_size;
+  j["initializer_range"] = 0.02;
+  j["intermediate_size"] = c.intermediate_size;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["num_attention_heads"] = c.num_q_heads;
+  j["num_hidden_layers"] = c.num_layers;
+  j["num_key_value_heads"] = c.num_kv_heads;
+  j["rms_norm_eps"] = c.rms_norm_eps;
+  j["rope_theta"] = c.rope_theta;
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["torch_dtype"] = c.torch_dtype.empty() ? "float32" : c.torch_dtype;
+  j["transformers_version"] = "4.45.0";
+  j["use_cache"] = true;
+  j["vocab_size"] = c.vocab_size;
+  if (c.rope_scaling.type == "llama3") {
+    const RopeScaling& s = c.rope_scaling;
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", s.factor},
+                         {"low_freq_factor", s.low_freq_factor},
+                         {"high_freq_factor", s.high_freq_factor},
+                         {"original_max_position_embeddings", s.original_max_position_embeddings}};
+  } else {
+    j["rope_scaling"] = nullptr;
+  }
+  const bool derived_head_dim = c.head_dim * c.num_q_heads == c.hidden_size;
+  if (qwen) {
+    // Qwen2 has no head_dim field in older transformers; write it only when it differs.
+    if (!derived_head_dim) j["head_dim"] = c.head_dim;
+    j["max_window_layers"] = c.num_layers;
+    j["sliding_window"] = c.max_position_embeddings;
+    j["use_sliding_window"] = false;
+  } else {
+    j["head_dim"] = c.head_dim;
+    j["attention_bias"] = c.attention_bias;
+    j["mlp_bias"] = c.mlp_bias;
+    j["pretraining_tp"] = 1;
+  }
+  return j;
+}
+
+}  // namespace cpinfer

@@ -1,0 +1,171 @@
+#include "tokenizer/tokenizer.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "tokenizer/added_tokens.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/json_fields.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/utf8.h"
+
+namespace cpinfer {
+
+struct Tokenizer::Impl {
+  Normalizer normalizer;
+  PreTokenizer pre_tokenizer;
+  BpeModel bpe;
+  AddedVocabulary added;
+  std::vector<std::string> id_bytes;  // id -> the bytes it decodes to
+  std::vector<uint8_t> id_flags;      // kAssigned | kSpecial
+  static constexpr uint8_t kAssigned = 1, kSpecial = 2;
+
+  void load(const nlohmann::json& root, const JsonFields& f);
+  void encode_section(std::string_view text, std::vector<int32_t>& out, BpeScratch& s) const;
+  void check_id(int32_t id, const char* what) const {
+    if (id < 0 || static_cast<size_t>(id) >= id_flags.size() || !(id_flags[id] & kAssigned)) {
+      fail("{}: token id {} is out of range (valid ids: 0..{})", what, id,
+           static_cast<int64_t>(id_flags.size()) - 1);
+    }
+  }
+};
+
+void Tokenizer::Impl::load(const nlohmann::json& root, const JsonFields& f) {
+  f.expect_object(root, "");
+  normalizer = Normalizer::from_json(f.find(root, "", "normalizer"), f);
+  pre_tokenizer = PreTokenizer::from_json(f.find(root, "", "pre_tokenizer"), f);
+  if (const auto* dec = f.find(root, "", "decoder")) {
+    const std::string type = f.string(f.require(*dec, "decoder", "type"), "decoder.type");
+    if (type != "ByteLevel") {
+      fail("{}: decoder.type is \"{}\"; only \"ByteLevel\" is supported", f.source(), type);
+    }
+  }
+  // post_processor is not applied: encode() never adds BOS/EOS (chat templates do that).
+  bpe.load(f.require(root, "", "model"), f);
+  added.load(f.find(root, "", "added_tokens"), f, [this](std::string_view s) {
+    std::string out;
+    normalizer.apply(s, out);
+    return out;
+  });
+
+  // Decoding table: vocab tokens through the ByteLevel inverse (a token outside the
+  // alphabet decodes to its own UTF-8, as in HF), added tokens to their content.
+  const auto& vocab_tokens = bpe.id_to_token();
+  size_t n = vocab_tokens.size();
+  for (const auto& a : added.tokens()) n = std::max(n, static_cast<size_t>(a.id) + 1);
+  id_bytes.assign(n, std::string());
+  id_flags.assign(n, 0);
+  for (size_t id = 0; id < vocab_tokens.size(); ++id) {
+    if (vocab_tokens[id].empty()) continue;
+    auto bytes = byte_level::symbols_to_bytes(vocab_tokens[id]);
+    id_bytes[id] = bytes ? std::move(*bytes) : vocab_tokens[id];
+    id_flags[id] = kAssigned;
+  }
+  for (const auto& a : added.tokens()) {
+    id_bytes[a.id] = a.content;
+    id_flags[a.id] = kAssigned | (a.special ? kSpecial : 0);
+  }
+}
+
+// Encodes text that contains no raw-matched added token: normalize, cut out normalized
+// added tokens, pre-tokenize, BPE each piece.
+void Tokenizer::Impl::encode_section(std::string_view text, std::vector<int32_t>& out,
+                                     BpeScratch& s) const {
+  std::string normalized;
+  std::string_view norm = text;
+  if (!normalizer.is_identity()) {
+    normalizer.apply(text, normalized);
+    norm = normalized;
+  }
+  added.split(
+      norm, true,
+      [&](size_t b, size_t e) {
+        pre_tokenizer.split(norm.substr(b, e - b),
+                            [&](std::string_view piece) { bpe.encode(piece, out, s); });
+      },
+      [&](int32_t id) { out.push_back(id); });
+}
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+Tokenizer Tokenizer::from_file(const std::string& tokenizer_json_path) {
+  std::ifstream in(tokenizer_json_path, std::ios::binary);
+  if (!in) {
+    fail("cannot open tokenizer file {}: {}", tokenizer_json_path, std::strerror(errno));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) fail("cannot read tokenizer file {}", tokenizer_json_path);
+  return from_json_text(ss.str(), tokenizer_json_path);
+}
+
+Tokenizer Tokenizer::from_json_text(const std::string& json_text, const std::string& source) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail("{}: invalid JSON: {}", source, e.what());
+  }
+  auto impl = std::make_unique<Impl>();
+  try {
+    impl->load(root, JsonFields(source));
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: unexpected tokenizer.json content: {}", source, e.what());
+  }
+  return Tokenizer(std::move(impl));
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
+  const size_t bad = utf8::first_invalid(text);
+  if (bad != utf8::kValid) {
+    fail("encode: input is not valid UTF-8: byte 0x{:02X} at byte offset {}",
+         static_cast<uint8_t>(text[bad]), bad);
+  }
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3 + 8);
+  BpeScratch scratch;
+  impl_->added.split(
+      text, false,
+      [&](size_t b, size_t e) { impl_->encode_section(text.substr(b, e - b), out, scratch); },
+      [&](int32_t id) { out.push_back(id); });
+  return out;
+}
+
+std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
+  std::string out;
+  for (int32_t id : ids) {
+    impl_->check_id(id, "decode");
+    if (skip_special_tokens && (impl_->id_flags[id] & Impl::kSpecial)) continue;
+    out += impl_->id_bytes[id];
+  }
+  return out;
+}
+
+std::string Tokenizer::token_bytes(int32_t id) const {
+  impl_->check_id(id, "token_bytes");
+  return impl_->id_bytes[id];
+}
+
+std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
+  if (const AddedToken* a = impl_->added.find_content(token)) return a->id;
+  auto it = impl_->bpe.vocab().find(std::string(token));
+  if (it == impl_->bpe.vocab().end()) return std::nullopt;
+  return it->second;
+}
+
+bool Tokenizer::is_special(int32_t id) const {
+  return id >= 0 && static_cast<size_t>(id) < impl_->id_flags.size() &&
+         (impl_->id_flags[id] & Impl::kSpecial);
+}
+
+int64_t Tokenizer::vocab_size() const { return static_cast<int64_t>(impl_->id_flags.size()); }
+
+}  // namespace cpinfer

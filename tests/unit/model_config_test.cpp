@@ -1,0 +1,431 @@
+// config.json parsing: the real Qwen2.5 and Llama 3.2 configs, llama3 rope scaling,
+// head_dim present/absent, eos as int or list, generation_config merging, round trips,
+// and every error case (each message names the file and the field).
+#include "model/model_config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model/synthetic_model.h"
+
+namespace cpinfer {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// Qwen/Qwen2.5-0.5B-Instruct config.json, verbatim.
+const char* kQwen05 = R"({
+  "architectures": [
+    "Qwen2ForCausalLM"
+  ],
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "hidden_act": "silu",
+  "hidden_size": 896,
+  "initializer_range": 0.02,
+  "intermediate_size": 4864,
+  "max_position_embeddings": 32768,
+  "max_window_layers": 21,
+  "model_type": "qwen2",
+  "num_attention_heads": 14,
+  "num_hidden_layers": 24,
+  "num_key_value_heads": 2,
+  "rms_norm_eps": 1e-06,
+  "rope_theta": 1000000.0,
+  "sliding_window": 32768,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.43.1",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
+
+// meta-llama/Llama-3.2-1B-Instruct config.json, verbatim.
+const char* kLlama1b = R"({
+  "architectures": [
+    "LlamaForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 128000,
+  "eos_token_id": [
+    128001,
+    128008,
+    128009
+  ],
+  "head_dim": 64,
+  "hidden_act": "silu",
+  "hidden_size": 2048,
+  "initializer_range": 0.02,
+  "intermediate_size": 8192,
+  "max_position_embeddings": 131072,
+  "mlp_bias": false,
+  "model_type": "llama",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 16,
+  "num_key_value_heads": 8,
+  "pretraining_tp": 1,
+  "rms_norm_eps": 1e-05,
+  "rope_scaling": {
+    "factor": 32.0,
+    "high_freq_factor": 4.0,
+    "low_freq_factor": 1.0,
+    "original_max_position_embeddings": 8192,
+    "rope_type": "llama3"
+  },
+  "rope_theta": 500000.0,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.45.0.dev0",
+  "use_cache": true,
+  "vocab_size": 128256
+})";
+
+ModelConfig parse_json(const json& j) { return parse_model_config(j.dump(), "test/config.json"); }
+
+// The Qwen config with one field changed (or removed when `value` is discarded).
+json qwen_with(const std::string& key, const json& value) {
+  json j = json::parse(kQwen05);
+  if (value.is_discarded()) j.erase(key);
+  else j[key] = value;
+  return j;
+}
+json qwen_without(const std::string& key) { return qwen_with(key, json(json::value_t::discarded)); }
+
+void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+    return;
+  }
+  ADD_FAILURE() << "no Error thrown; expected one mentioning " << parts.front();
+}
+void expect_config_error(const json& j, std::vector<std::string> parts) {
+  parts.push_back("test/config.json");
+  expect_error([&] { parse_json(j); }, parts);
+}
+
+TEST(ModelConfig, ParsesRealQwen25) {
+  const ModelConfig c = parse_model_config(kQwen05, "config.json");
+  EXPECT_EQ(c.arch, Architecture::Qwen2);
+  EXPECT_EQ(c.architecture_name, "Qwen2ForCausalLM");
+  EXPECT_EQ(c.model_type, "qwen2");
+  EXPECT_EQ(c.hidden_size, 896);
+  EXPECT_EQ(c.intermediate_size, 4864);
+  EXPECT_EQ(c.num_layers, 24);
+  EXPECT_EQ(c.num_q_heads, 14);
+  EXPECT_EQ(c.num_kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 64);  // absent: 896 / 14
+  EXPECT_EQ(c.vocab_size, 151936);
+  EXPECT_EQ(c.max_position_embeddings, 32768);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_scaling.type, "default");
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_TRUE(c.attention_bias);  // Qwen2 always has q/k/v bias
+  EXPECT_FALSE(c.mlp_bias);
+  EXPECT_EQ(c.bos_token_id, 151643);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{151645});
+  EXPECT_EQ(c.torch_dtype, "bfloat16");
+}
+
+TEST(ModelConfig, ParsesRealLlama32WithLlama3RopeScaling) {
+  const ModelConfig c = parse_model_config(kLlama1b, "config.json");
+  EXPECT_EQ(c.arch, Architecture::Llama);
+  EXPECT_EQ(c.model_type, "llama");
+  EXPECT_EQ(c.hidden_size, 2048);
+  EXPECT_EQ(c.num_layers, 16);
+  EXPECT_EQ(c.num_q_heads, 32);
+  EXPECT_EQ(c.num_kv_heads, 8);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.vocab_size, 128256);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 500000.0);
+  EXPECT_EQ(c.rope_scaling.type, "llama3");
+  EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 32.0);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.low_freq_factor, 1.0);
+  EXPECT_DOUBLE_EQ(c.rope_scaling.high_freq_factor, 4.0);
+  EXPECT_EQ(c.rope_scaling.original_max_position_embeddings, 8192);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_EQ(c.bos_token_id, 128000);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{128001, 128008, 128009}));
+}
+
+TEST(ModelConfig, RopeScalingVariants) {
+  json j = json::parse(kLlama1b);
+  j["rope_scaling"] = {{"type", "llama3"}, {"factor", 8}, {"low_freq_factor", 1},
+                       {"high_freq_factor", 4}, {"original_max_position_embeddings", 8192}};
+  EXPECT_EQ(parse_json(j).rope_scaling.type, "llama3");  // old spelling "type"
+  EXPECT_DOUBLE_EQ(parse_json(j).rope_scaling.factor, 8.0);
+  j["rope_scaling"] = nullptr;
+  EXPECT_EQ(parse_json(j).rope_scaling.type, "default");
+  j["rope_scaling"] = {{"rope_type", "default"}};
+  EXPECT_EQ(parse_json(j).rope_scaling.type, "default");
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  expect_config_error(j, {"unsupported rope_scaling type 'yarn'", "llama3"});
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  expect_config_error(j, {"unsupported rope_scaling type 'linear'"});
+  j["rope_scaling"] = {{"factor", 2.0}};
+  expect_config_error(j, {"rope_scaling", "rope_type"});
+  j["rope_scaling"] = "llama3";
+  expect_config_error(j, {"'rope_scaling'", "null or an object", "string"});
+  j["rope_scaling"] = {{"rope_type", "llama3"}, {"low_freq_factor", 1}};
+  expect_config_error(j, {"rope_scaling.factor", "missing"});
+  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8}, {"low_freq_factor", 4},
+                       {"high_freq_factor", 4}};
+  expect_config_error(j, {"high_freq_factor", "low_freq_factor"});
+  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", "8"}};
+  expect_config_error(j, {"'factor'", "number", "string"});
+}
+
+TEST(ModelConfig, HeadDimPresentOrDerived) {
+  EXPECT_EQ(parse_json(qwen_without("head_dim")).head_dim, 64);
+  EXPECT_EQ(parse_json(qwen_with("head_dim", 128)).head_dim, 128);  // not hidden / heads
+  json j = qwen_with("hidden_size", 900);
+  expect_config_error(j, {"hidden_size (900)", "num_attention_heads (14)", "head_dim"});
+  j["head_dim"] = 64;
+  EXPECT_EQ(parse_json(j).head_dim, 64);
+  expect_config_error(qwen_with("head_dim", 63), {"head_dim", "even", "63"});
+}
+
+TEST(ModelConfig, KvHeadsDefaultAndDivisibility) {
+  EXPECT_EQ(parse_json(qwen_without("num_key_value_heads")).num_kv_heads, 14);
+  expect_config_error(qwen_with("num_key_value_heads", 3),
+                      {"num_attention_heads (14)", "num_key_value_heads (3)"});
+}
+
+TEST(ModelConfig, EosIntListAndNull) {
+  EXPECT_EQ(parse_json(qwen_with("eos_token_id", 7)).eos_token_ids, std::vector<int32_t>{7});
+  EXPECT_EQ(parse_json(qwen_with("eos_token_id", {1, 2})).eos_token_ids,
+            (std::vector<int32_t>{1, 2}));
+  EXPECT_TRUE(parse_json(qwen_with("eos_token_id", nullptr)).eos_token_ids.empty());
+  EXPECT_FALSE(parse_json(qwen_without("bos_token_id")).bos_token_id.has_value());
+  expect_config_error(qwen_with("eos_token_id", "2"), {"'eos_token_id'", "integer", "string"});
+  expect_config_error(qwen_with("eos_token_id", {1, "x"}), {"eos_token_id[1]", "integer"});
+  expect_config_error(qwen_with("eos_token_id", -1), {"eos_token_id", "-1"});
+  expect_config_error(qwen_with("eos_token_id", 200000), {"eos_token_id 200000", "vocab_size"});
+  expect_config_error(qwen_with("bos_token_id", {1, 2}), {"bos_token_id", "single"});
+}
+
+TEST(ModelConfig, LlamaOptionalFields) {
+  json j = json::parse(kLlama1b);
+  j["attention_bias"] = true;
+  j["mlp_bias"] = true;
+  const ModelConfig c = parse_json(j);
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_TRUE(c.mlp_bias);
+  j.erase("attention_bias");
+  j.erase("head_dim");
+  j.erase("rope_scaling");
+  j.erase("torch_dtype");
+  j["dtype"] = "float32";  // newer transformers
+  const ModelConfig d = parse_json(j);
+  EXPECT_FALSE(d.attention_bias);
+  EXPECT_EQ(d.head_dim, 64);
+  EXPECT_EQ(d.rope_scaling.type, "default");
+  EXPECT_EQ(d.torch_dtype, "float32");
+  j.erase("rms_norm_eps");
+  j.erase("rope_theta");
+  EXPECT_DOUBLE_EQ(parse_json(j).rms_norm_eps, 1e-6);  // transformers' defaults
+  EXPECT_DOUBLE_EQ(parse_json(j).rope_theta, 10000.0);
+  j["rope_theta"] = 10000;  // an integer is a fine number
+  EXPECT_DOUBLE_EQ(parse_json(j).rope_theta, 10000.0);
+}
+
+TEST(ModelConfig, ArchitectureErrors) {
+  expect_config_error(qwen_with("architectures", {"MistralForCausalLM"}),
+                      {"unsupported architecture 'MistralForCausalLM'", "Qwen2ForCausalLM",
+                       "LlamaForCausalLM"});
+  expect_config_error(qwen_with("architectures", json::array()), {"'architectures'", "empty"});
+  expect_config_error(qwen_with("architectures", "Qwen2ForCausalLM"),
+                      {"'architectures'", "list of strings"});
+  expect_config_error(qwen_with("model_type", "llama"), {"model_type 'llama'", "Qwen2ForCausalLM"});
+  // Without "architectures", model_type decides.
+  EXPECT_EQ(parse_json(qwen_without("architectures")).arch, Architecture::Qwen2);
+  json j = qwen_without("architectures");
+  j["model_type"] = "gemma";
+  expect_config_error(j, {"model_type 'gemma'", "qwen2", "llama"});
+  j.erase("model_type");
+  expect_config_error(j, {"'architectures'", "missing"});
+}
+
+TEST(ModelConfig, MissingRequiredFields) {
+  for (const char* key : {"hidden_size", "intermediate_size", "num_hidden_layers",
+                          "num_attention_heads", "vocab_size", "max_position_embeddings"}) {
+    SCOPED_TRACE(key);
+    expect_config_error(qwen_without(key), {std::string("'") + key + "'", "missing"});
+    expect_config_error(qwen_with(key, nullptr), {std::string("'") + key + "'", "missing"});
+  }
+}
+
+TEST(ModelConfig, WrongTypes) {
+  expect_config_error(qwen_with("hidden_size", "896"),
+                      {"'hidden_size'", "must be an integer", "string", "\"896\""});
+  expect_config_error(qwen_with("hidden_size", 896.5), {"'hidden_size'", "integer", "number"});
+  expect_config_error(qwen_with("num_hidden_layers", true), {"'num_hidden_layers'", "boolean"});
+  expect_config_error(qwen_with("tie_word_embeddings", "yes"),
+                      {"'tie_word_embeddings'", "must be a boolean", "string"});
+  expect_config_error(qwen_with("rms_norm_eps", "1e-6"), {"'rms_norm_eps'", "must be a number"});
+  expect_config_error(qwen_with("torch_dtype", 16), {"'torch_dtype'", "must be a string"});
+  expect_config_error(qwen_with("architectures", {1}), {"'architectures'", "strings"});
+}
+
+TEST(ModelConfig, NonPositiveAndUnsupportedValues) {
+  for (const char* key : {"hidden_size", "intermediate_size", "num_hidden_layers",
+                          "num_attention_heads", "num_key_value_heads", "vocab_size",
+                          "max_position_embeddings", "head_dim"}) {
+    SCOPED_TRACE(key);
+    expect_config_error(qwen_with(key, 0), {std::string("'") + key + "'", "positive", "0"});
+    expect_config_error(qwen_with(key, -4), {std::string("'") + key + "'", "positive", "-4"});
+  }
+  expect_config_error(qwen_with("rms_norm_eps", 0.0), {"'rms_norm_eps'", "positive"});
+  expect_config_error(qwen_with("rope_theta", -1.0), {"'rope_theta'", "positive"});
+  expect_config_error(qwen_with("hidden_act", "gelu"), {"hidden_act 'gelu'", "silu"});
+  expect_config_error(qwen_with("use_sliding_window", true), {"use_sliding_window"});
+}
+
+TEST(ModelConfig, InvalidJson) {
+  expect_error([] { parse_model_config("{\"hidden_size\": 896,\n  \"x\": }", "cfg/config.json"); },
+               {"cfg/config.json", "not valid JSON", "line 2", "column"});
+  expect_error([] { parse_model_config("", "cfg/config.json"); },
+               {"cfg/config.json", "not valid JSON"});
+  expect_error([] { parse_model_config("[1, 2]", "cfg/config.json"); },
+               {"cfg/config.json", "JSON object", "array"});
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "cpinfer_cfg_XXXXXX").string();
+    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  void write(const std::string& name, const std::string& text) const {
+    std::ofstream(path_ / name) << text;
+  }
+
+ private:
+  fs::path path_;
+};
+
+TEST(ModelConfig, LoadMergesGenerationConfig) {
+  TempDir d;
+  d.write("config.json", kQwen05);
+  EXPECT_EQ(load_model_config(d.path().string()).eos_token_ids, std::vector<int32_t>{151645});
+  d.write("generation_config.json",
+          R"({"bos_token_id": 151643, "eos_token_id": [151645, 151643], "top_p": 0.8})");
+  const ModelConfig c = load_model_config(d.path().string());
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{151645, 151643}));
+  d.write("generation_config.json", R"({"eos_token_id": 7})");
+  EXPECT_EQ(load_model_config(d.path().string()).eos_token_ids,
+            (std::vector<int32_t>{151645, 7}));
+  // bos from generation_config when config.json has none.
+  json j = json::parse(kQwen05);
+  j.erase("bos_token_id");
+  d.write("config.json", j.dump());
+  d.write("generation_config.json", R"({"bos_token_id": 5})");
+  EXPECT_EQ(load_model_config(d.path().string()).bos_token_id, 5);
+  // Its errors name generation_config.json.
+  d.write("generation_config.json", R"({"eos_token_id": "x"})");
+  expect_error([&] { load_model_config(d.path().string()); },
+               {"generation_config.json", "'eos_token_id'"});
+  d.write("generation_config.json", "{oops");
+  expect_error([&] { load_model_config(d.path().string()); },
+               {"generation_config.json", "not valid JSON"});
+}
+
+TEST(ModelConfig, LoadErrorsNameThePath) {
+  TempDir d;
+  expect_error([&] { load_model_config(d.path().string()); },
+               {"config.json", d.path().string()});
+  expect_error([&] { load_model_config((d.path() / "nope").string()); },
+               {(d.path() / "nope").string(), "not a directory"});
+  d.write("config.json", R"({"architectures": ["Qwen2ForCausalLM"]})");
+  expect_error([&] { load_model_config(d.path().string()); },
+               {(d.path() / "config.json").string(), "'hidden_size'", "missing"});
+}
+
+void expect_same(const ModelConfig& a, const ModelConfig& b) {
+  EXPECT_EQ(a.arch, b.arch);
+  EXPECT_EQ(a.architecture_name, b.architecture_name);
+  EXPECT_EQ(a.model_type, b.model_type);
+  EXPECT_EQ(a.hidden_size, b.hidden_size);
+  EXPECT_EQ(a.intermediate_size, b.intermediate_size);
+  EXPECT_EQ(a.num_layers, b.num_layers);
+  EXPECT_EQ(a.num_q_heads, b.num_q_heads);
+  EXPECT_EQ(a.num_kv_heads, b.num_kv_heads);
+  EXPECT_EQ(a.head_dim, b.head_dim);
+  EXPECT_EQ(a.vocab_size, b.vocab_size);
+  EXPECT_EQ(a.max_position_embeddings, b.max_position_embeddings);
+  EXPECT_DOUBLE_EQ(a.rms_norm_eps, b.rms_norm_eps);
+  EXPECT_DOUBLE_EQ(a.rope_theta, b.rope_theta);
+  EXPECT_EQ(a.rope_scaling.type, b.rope_scaling.type);
+  EXPECT_DOUBLE_EQ(a.rope_scaling.factor, b.rope_scaling.factor);
+  EXPECT_DOUBLE_EQ(a.rope_scaling.low_freq_factor, b.rope_scaling.low_freq_factor);
+  EXPECT_DOUBLE_EQ(a.rope_scaling.high_freq_factor, b.rope_scaling.high_freq_factor);
+  EXPECT_EQ(a.rope_scaling.original_max_position_embeddings,
+            b.rope_scaling.original_max_position_embeddings);
+  EXPECT_EQ(a.tie_word_embeddings, b.tie_word_embeddings);
+  EXPECT_EQ(a.attention_bias, b.attention_bias);
+  EXPECT_EQ(a.mlp_bias, b.mlp_bias);
+  EXPECT_EQ(a.eos_token_ids, b.eos_token_ids);
+  EXPECT_EQ(a.bos_token_id, b.bos_token_id);
+  EXPECT_EQ(a.torch_dtype, b.torch_dtype);
+}
+
+TEST(ModelConfig, ToJsonRoundTripsEveryPreset) {
+  for (const std::string& p : model_presets()) {
+    SCOPED_TRACE(p);
+    const ModelConfig c = preset_config(p);
+    expect_same(parse_json(model_config_to_json(c)), c);
+  }
+  for (const char* text : {kQwen05, kLlama1b}) {
+    const ModelConfig c = parse_model_config(text, "config.json");
+    expect_same(parse_json(model_config_to_json(c)), c);
+  }
+  ModelConfig odd = preset_config("qwen2.5-0.5b");
+  odd.head_dim = 128;  // not hidden / heads: must be written for Qwen2 too
+  expect_same(parse_json(model_config_to_json(odd)), odd);
+}
+
+TEST(ModelConfig, ToJsonHasTheHuggingFaceKeys) {
+  // Every key of the real files (bar max_window_layers' value and versions) is there,
+  // with the same value.
+  for (const char* text : {kQwen05, kLlama1b}) {
+    const json real = json::parse(text);
+    const json ours = model_config_to_json(parse_model_config(text, "config.json"));
+    for (auto it = real.begin(); it != real.end(); ++it) {
+      SCOPED_TRACE(it.key());
+      ASSERT_TRUE(ours.contains(it.key()));
+      if (it.key() == "max_window_layers" || it.key() == "transformers_version") continue;
+      EXPECT_EQ(ours[it.key()], it.value());
+    }
+  }
+  const json q = model_config_to_json(preset_config("qwen2.5-0.5b"));
+  EXPECT_EQ(q["hidden_act"], "silu");
+  EXPECT_EQ(q["use_sliding_window"], false);
+  EXPECT_FALSE(q.contains("head_dim"));
+  const json l = model_config_to_json(preset_config("llama-3.2-1b"));
+  EXPECT_EQ(l["rope_scaling"]["rope_type"], "llama3");
+  EXPECT_EQ(l["eos_token_id"], json({128001, 128008, 128009}));
+}
+
+}  // namespace
+}  // namespace cpinfer
