@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -28,34 +29,6 @@ struct GenerateArgs {
   bool json = false, ignore_eos = false;
 };
 
-std::vector<int32_t> parse_id_list(const std::string& s) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    CPI_CHECK(used > 0 && used == item.size() && v >= 0 && v <= INT32_MAX,
-              "--prompt-ids: '{}' is not a token id (comma-separated non-negative integers)", item);
-    ids.push_back(int32_t(v));
-  }
-  CPI_CHECK(!ids.empty(), "--prompt-ids is empty");
-  return ids;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  CPI_CHECK(f.good(), "cannot read prompt file '{}'", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 DType parse_kv_dtype(const std::string& s) {
   if (s == "f32" || s == "auto") return DType::F32;
   if (s == "bf16") return DType::BF16;
@@ -69,8 +42,8 @@ int run_generate(const GenerateArgs& a) {
             "model directory '{}' does not exist (make one with `cpinfer make-model`)", a.model);
   Tokenizer tok = Tokenizer::from_file(a.model + "/tokenizer.json");
   GenerateRequest req;
-  if (!a.prompt_ids.empty()) req.prompt = parse_id_list(a.prompt_ids);
-  else if (!a.prompt_file.empty()) req.prompt = tok.encode(read_file(a.prompt_file));
+  if (!a.prompt_ids.empty()) req.prompt = parse_id_list(a.prompt_ids, "--prompt-ids");
+  else if (!a.prompt_file.empty()) req.prompt = tok.encode(read_text_file(a.prompt_file, "prompt file"));
   else req.prompt = tok.encode(a.prompt);
   CPI_CHECK(!req.prompt.empty(), "the prompt is empty: it encodes to zero tokens");
   req.max_tokens = a.max_tokens;

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
@@ -20,35 +21,6 @@ struct TokenizeArgs {
   bool lines = false, skip_special = false;
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open --text-file {}", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<int32_t> parse_ids(const std::string& list) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    while (used < item.size() && std::isspace(static_cast<unsigned char>(item[used]))) ++used;
-    if (item.empty() || used != item.size() || v < INT32_MIN || v > INT32_MAX) {
-      fail("--decode: \"{}\" is not an integer id (expected e.g. --decode 9707,11,1879)", item);
-    }
-    ids.push_back(static_cast<int32_t>(v));
-  }
-  return ids;
-}
-
 void print_ids(const std::vector<int32_t>& ids) {
   std::string line = nlohmann::json{{"ids", ids}}.dump();
   line += '\n';
@@ -60,14 +32,14 @@ int run_tokenize(const TokenizeArgs& a) {
       a.tokenizer_path.empty() ? a.model_dir + "/tokenizer.json" : a.tokenizer_path;
   const Tokenizer tok = Tokenizer::from_file(path);
   if (!a.decode_ids.empty()) {
-    const std::string text = tok.decode(parse_ids(a.decode_ids), a.skip_special);
+    const std::string text = tok.decode(parse_id_list(a.decode_ids, "--decode"), a.skip_special);
     // Invalid UTF-8 (ids that split a character) is shown as U+FFFD.
     std::cout << nlohmann::json{{"text", text}}.dump(-1, ' ', false,
                                                      nlohmann::json::error_handler_t::replace)
               << '\n';
     return 0;
   }
-  const std::string text = a.text_file.empty() ? a.text : read_file(a.text_file);
+  const std::string text = a.text_file.empty() ? a.text : read_text_file(a.text_file, "--text-file");
   if (!a.lines) {
     print_ids(tok.encode(text));
     return 0;
