@@ -9,7 +9,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
   libpcre2-dev libutf8proc-dev libxxhash-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  openmpi-bin libopenmpi-dev
+  openmpi-bin libopenmpi-dev iproute2
   nodejs npm curl
 )
 

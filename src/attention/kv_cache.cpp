@@ -1,7 +1,10 @@
 #include "attention/kv_cache.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "core/error.h"
 
@@ -10,6 +13,19 @@ namespace cpinfer {
 int64_t KvCacheShape::bytes() const {
   return 2 * num_layers * num_pages * page_size * num_kv_heads * head_dim *
          int64_t(dtype_size(dtype));
+}
+
+KvCache::Storage::~Storage() { std::free(data); }
+
+bool KvCache::Storage::allocate(size_t n) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t rounded = (std::max<size_t>(n, 1) + kHuge - 1) / kHuge * kHuge;
+  data = static_cast<uint8_t*>(std::aligned_alloc(kHuge, rounded));
+  if (!data) return false;
+  bytes = n;
+  madvise(data, rounded, MADV_HUGEPAGE);  // advice only: failure leaves 4 KiB pages
+  std::memset(data, 0, rounded);
+  return true;
 }
 
 KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
@@ -22,10 +38,7 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
             "invalid KV cache shape");
   layer_elems_ = shape.num_pages * shape.page_size * shape.num_kv_heads * shape.head_dim;
   size_t bytes = size_t(layer_elems_ * shape.num_layers) * dtype_size(shape.dtype);
-  try {
-    k_.resize(bytes);
-    v_.resize(bytes);
-  } catch (const std::bad_alloc&) {
+  if (!k_.allocate(bytes) || !v_.allocate(bytes)) {
     fail("cannot allocate {:.2f} GiB of KV cache ({} pages of {} tokens); lower the KV cache size",
          2.0 * double(bytes) / (1 << 30), shape.num_pages, shape.page_size);
   }
@@ -34,7 +47,7 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
 PagedKv KvCache::layer(int64_t layer) const {
   CPI_ASSERT(layer >= 0 && layer < shape_.num_layers);
   size_t off = size_t(layer * layer_elems_) * dtype_size(shape_.dtype);
-  return PagedKv{k_.data() + off, v_.data() + off, shape_.dtype, shape_.page_size,
+  return PagedKv{k_.data + off, v_.data + off, shape_.dtype, shape_.page_size,
                  shape_.num_kv_heads, shape_.head_dim};
 }
 

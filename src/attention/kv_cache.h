@@ -1,6 +1,8 @@
 // Paged KV cache storage for all layers. Per layer, K and V are
 // [num_pages, page_size, num_kv_heads, head_dim] (NHD), stored as f32 or bf16.
 // A token's slot is page * page_size + offset; slot -1 means "not stored on this rank".
+// The storage is 2 MiB aligned and advised for transparent huge pages: decode attention
+// walks the whole cache every step, and with 4 KiB pages most of its loads miss the TLB.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -40,9 +42,19 @@ class KvCache {
               int64_t n);
 
  private:
+  // Zeroed, 2 MiB aligned bytes (huge pages where the kernel grants them).
+  struct Storage {
+    uint8_t* data = nullptr;
+    size_t bytes = 0;
+    Storage() = default;
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+    ~Storage();
+    bool allocate(size_t n);
+  };
   KvCacheShape shape_;
   int64_t layer_elems_ = 0;  // elements of K (or V) per layer
-  std::vector<uint8_t> k_, v_;
+  Storage k_, v_;
 };
 
 }  // namespace cpinfer

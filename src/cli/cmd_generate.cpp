@@ -14,6 +14,12 @@
 #include "core/thread_pool.h"
 #include "engine/generate.h"
 #include "engine/model_runner.h"
+#include "engine/step_executor.h"
+#include "cp/kv_ownership.h"
+#include "dist/comm.h"
+#include "dist/launcher.h"
+#include "dist/parallel_layout.h"
+#include "model/model_config.h"
 #include "tokenizer/tokenizer.h"
 
 namespace cpinfer {
@@ -22,11 +28,12 @@ namespace {
 
 struct GenerateArgs {
   std::string model, prompt, prompt_ids, prompt_file, logits_out, kv_dtype = "f32";
-  int64_t max_tokens = 64, top_k = 0, block_size = 16, prefill_chunk = 2048;
+  int64_t max_tokens = 64, top_k = 0, prefill_chunk = 2048;
   float temperature = 0.f, top_p = 1.f;
   uint64_t seed = 0;
-  int threads = 0;
+  int threads_per_rank = 0;
   bool json = false, ignore_eos = false;
+  LayoutSpec layout;
 };
 
 DType parse_kv_dtype(const std::string& s) {
@@ -35,12 +42,9 @@ DType parse_kv_dtype(const std::string& s) {
   fail("--kv-cache-dtype '{}' is not one of auto, f32, bf16", s);
 }
 
-int run_generate(const GenerateArgs& a) {
-  if (a.threads > 0) set_num_threads(a.threads);
-  ThreadPool& pool = global_pool();
-  CPI_CHECK(std::filesystem::is_directory(a.model),
-            "model directory '{}' does not exist (make one with `cpinfer make-model`)", a.model);
-  Tokenizer tok = Tokenizer::from_file(a.model + "/tokenizer.json");
+// Every rank builds the same request (the tokenizer is deterministic), so all ranks size
+// their caches alike without a broadcast.
+GenerateRequest build_request(const GenerateArgs& a, const Tokenizer& tok) {
   GenerateRequest req;
   if (!a.prompt_ids.empty()) req.prompt = parse_id_list(a.prompt_ids, "--prompt-ids");
   else if (!a.prompt_file.empty()) req.prompt = tok.encode(read_text_file(a.prompt_file, "prompt file"));
@@ -52,27 +56,11 @@ int run_generate(const GenerateArgs& a) {
   req.keep_logits = !a.logits_out.empty();
   req.prefill_chunk = a.prefill_chunk;
   validate_sampling(req.sampling);
+  return req;
+}
 
-  RunnerOptions ro;
-  ro.page_size = a.block_size;
-  ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
-  ro.max_cache_tokens = int64_t(req.prompt.size()) + req.max_tokens;
-  ModelRunner runner(a.model, ro, pool);
-  CPI_LOG_INFO("loaded {} ({} layers) in {:.2f}s; {} threads; prompt {} tokens", a.model,
-               runner.config().num_layers, runner.load_seconds(), pool.size(), req.prompt.size());
-
-  StreamDecoder stream(tok, /*skip_special_tokens=*/true);
-  GenerateResult res = generate(runner, req, pool, [&](int32_t id) {
-    std::string piece = stream.push(id);
-    if (!piece.empty()) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-    }
-  });
-  std::string rest = stream.flush();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
-  std::fputc('\n', stdout);
-
+void print_outputs(const GenerateArgs& a, const Tokenizer& tok, const GenerateRequest& req,
+                   const GenerateResult& res, const ModelRunner& runner, int threads) {
   if (!a.logits_out.empty()) {
     std::ofstream f(a.logits_out, std::ios::binary);
     CPI_CHECK(f.good(), "cannot write --logits-out file '{}'", a.logits_out);
@@ -82,20 +70,73 @@ int run_generate(const GenerateArgs& a) {
   }
   CPI_LOG_INFO("{} tokens ({}); ttft {:.3f}s; decode {:.2f} tok/s", res.tokens.size(),
                res.finish_reason, res.ttft_s, res.decode_tokens_per_s());
-  if (a.json) {
-    nlohmann::json j;
-    j["token_ids"] = res.tokens;
-    j["text"] = tok.decode(res.tokens, /*skip_special_tokens=*/true);
-    j["prompt_tokens"] = req.prompt.size();
-    j["completion_tokens"] = res.tokens.size();
-    j["finish_reason"] = res.finish_reason;
-    j["ttft_s"] = res.ttft_s;
-    j["decode_tokens_per_s"] = res.decode_tokens_per_s();
-    j["prefill_tokens_per_s"] = res.ttft_s > 0 ? double(req.prompt.size()) / res.ttft_s : 0.0;
-    j["load_s"] = runner.load_seconds();
-    j["threads"] = pool.size();
-    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  if (!a.json) return;
+  const CpRanks& cp = runner.cp_ranks();
+  const int64_t total = int64_t(req.prompt.size() + res.tokens.size()) - 1;  // cached at the end
+  KvOwnership own{cp.world(), cp.interleave};
+  nlohmann::json j;
+  j["token_ids"] = res.tokens;
+  j["text"] = tok.decode(res.tokens, /*skip_special_tokens=*/true);
+  j["prompt_tokens"] = req.prompt.size();
+  j["completion_tokens"] = res.tokens.size();
+  j["finish_reason"] = res.finish_reason;
+  j["ttft_s"] = res.ttft_s;
+  j["decode_tokens_per_s"] = res.decode_tokens_per_s();
+  j["prefill_tokens_per_s"] = res.ttft_s > 0 ? double(req.prompt.size()) / res.ttft_s : 0.0;
+  j["load_s"] = runner.load_seconds();
+  j["threads_per_rank"] = threads;
+  j["layout"] = {{"tp", a.layout.tp}, {"pcp", a.layout.pcp}, {"dcp", a.layout.dcp},
+                 {"interleave", a.layout.interleave}, {"block_size", a.layout.page_size}};
+  // KV bytes rank 0 holds for this request at its end (rank 0's share is the largest).
+  j["kv_bytes_per_rank"] = own.local_len(total, 0) * runner.kv_bytes_per_local_token();
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
+// The body every rank runs (under run_distributed).
+int run_generate(const GenerateArgs& a) {
+  Comm& comm = Comm::world();
+  CPI_CHECK(std::filesystem::is_directory(a.model),
+            "model directory '{}' does not exist (make one with `cpinfer make-model`)", a.model);
+  ModelConfig config = load_model_config(a.model);
+  ParallelLayout layout(a.layout, config.num_q_heads, config.num_kv_heads, comm.rank());
+  comm.set_layout(layout);
+  ThreadPool& pool = global_pool();
+  Tokenizer tok = Tokenizer::from_file(a.model + "/tokenizer.json");
+  GenerateRequest req = build_request(a, tok);
+
+  RunnerOptions ro;
+  ro.page_size = a.layout.page_size;
+  ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
+  ro.max_cache_tokens = int64_t(req.prompt.size()) + req.max_tokens;
+  ModelRunner runner(a.model, ro, pool, &layout, &comm);
+  StepExecutor exec(runner, &comm);
+  if (!exec.is_driver()) {
+    exec.worker_loop();
+    return 0;
   }
+  if (runner.cp_ranks().world() > 1 && req.prefill_chunk < int64_t(req.prompt.size())) {
+    CPI_LOG_INFO("context parallelism: the prompt is prefilled in one step ({} tokens)",
+                 req.prompt.size());
+    req.prefill_chunk = int64_t(req.prompt.size());
+  }
+  CPI_LOG_INFO("loaded {} ({} layers) in {:.2f}s; {} ranks (tp {} pcp {} dcp {}), {} threads "
+               "per rank; prompt {} tokens",
+               a.model, runner.config().num_layers, runner.load_seconds(), comm.size(),
+               a.layout.tp, a.layout.pcp, a.layout.dcp, pool.size(), req.prompt.size());
+
+  StreamDecoder stream(tok, /*skip_special_tokens=*/true);
+  GenerateResult res = generate(exec, req, pool, [&](int32_t id) {
+    std::string piece = stream.push(id);
+    if (!piece.empty()) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+  });
+  exec.shutdown();
+  std::string rest = stream.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fputc('\n', stdout);
+  print_outputs(a, tok, req, res, runner, pool.size());
   return 0;
 }
 
@@ -121,10 +162,9 @@ void register_generate(CLI::App& app, CommandAction* action) {
   cmd->add_option("--logits-out", a->logits_out,
                   "Write the logits that chose each token (float32 LE, [steps, vocab])");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at EOS (benchmarks)");
-  cmd->add_option("--threads", a->threads, "Threads (default: all cores)")
+  add_layout_flags(cmd, &a->layout, &a->threads_per_rank);
+  cmd->add_option("--threads", a->threads_per_rank, "Alias of --threads-per-rank")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--block-size", a->block_size, "KV-cache page size in tokens")
-      ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(256)));
   cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
       ->capture_default_str();
   cmd->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step")
@@ -132,7 +172,10 @@ void register_generate(CLI::App& app, CommandAction* action) {
   cmd->callback([a, action, p1, p2, p3] {
     CPI_CHECK(p1->count() + p2->count() + p3->count() == 1,
               "generate needs exactly one of --prompt, --prompt-ids, --prompt-file");
-    *action = [a] { return run_generate(*a); };
+    *action = [a] {
+      return run_distributed(cli_args(), a->layout, a->threads_per_rank,
+                             [a] { return run_generate(*a); });
+    };
   });
 }
 

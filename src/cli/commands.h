@@ -2,6 +2,8 @@
 // CLI11 app; cli_main parses, runs the chosen one, and turns errors into exit codes.
 #pragma once
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace CLI { class App; }
 
@@ -13,7 +15,10 @@ using CommandAction = std::function<int()>;
 void register_make_model(CLI::App& app, CommandAction* action);
 void register_tokenize(CLI::App& app, CommandAction* action);
 void register_generate(CLI::App& app, CommandAction* action);
+void register_bench(CLI::App& app, CommandAction* action);  // bench peak | attention | ...
 
 int cli_main(int argc, char** argv);
+// The process's arguments after normalisation (what a relaunch under mpirun re-uses).
+const std::vector<std::string>& cli_args();
 
 }  // namespace cpinfer

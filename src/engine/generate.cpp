@@ -7,9 +7,10 @@
 
 namespace cpinfer {
 
-GenerateResult generate(ModelRunner& runner, const GenerateRequest& req, ThreadPool& pool,
+GenerateResult generate(StepExecutor& exec, const GenerateRequest& req, ThreadPool& pool,
                         const std::function<void(int32_t)>& on_token) {
   using clock = std::chrono::steady_clock;
+  ModelRunner& runner = exec.runner();
   const ModelConfig& c = runner.config();
   CPI_CHECK(!req.prompt.empty(), "the prompt is empty: give at least one token");
   CPI_CHECK(req.max_tokens >= 1, "max tokens {} must be >= 1", req.max_tokens);
@@ -22,23 +23,32 @@ GenerateResult generate(ModelRunner& runner, const GenerateRequest& req, ThreadP
 
   GenerateResult res;
   Rng rng(req.sampling.seed);
-  SequenceState seq;
+  constexpr int64_t kSeq = 0;  // the one sequence of this request
+  StepPlan plan;
+  plan.seqs.resize(1);
+  plan.seqs[0].id = kSeq;
+  auto forward = [&](const int32_t* tokens, int64_t n) -> const std::vector<float>& {
+    plan.kind = StepPlan::Kind::Forward;
+    plan.seqs[0].num_tokens = n;
+    plan.tokens.assign(tokens, tokens + n);
+    return exec.run(plan);
+  };
+  auto release = [&] {
+    plan.kind = StepPlan::Kind::Release;
+    plan.tokens.clear();
+    exec.run(plan);
+  };
   const auto t0 = clock::now();
   auto t_first = t0;
   try {
     // Prefill in chunks; only the last chunk's last row gives logits that matter.
     const std::vector<float>* logits = nullptr;
     const int64_t n = int64_t(req.prompt.size());
-    for (int64_t b = 0; b < n; b += req.prefill_chunk) {
-      SequenceStep s{&seq, req.prompt.data() + b, std::min(req.prefill_chunk, n - b), false};
-      logits = &runner.step({s});
-    }
+    for (int64_t b = 0; b < n; b += req.prefill_chunk)
+      logits = &forward(req.prompt.data() + b, std::min(req.prefill_chunk, n - b));
     int32_t tok = 0;
     for (int64_t i = 0; i < req.max_tokens; ++i) {
-      if (i > 0) {
-        SequenceStep s{&seq, &tok, 1, false};
-        logits = &runner.step({s});
-      }
+      if (i > 0) logits = &forward(&tok, 1);
       tok = sample_token(logits->data(), c.vocab_size, req.sampling, rng, pool);
       if (req.keep_logits) res.logits.insert(res.logits.end(), logits->begin(), logits->end());
       res.tokens.push_back(tok);
@@ -52,11 +62,11 @@ GenerateResult generate(ModelRunner& runner, const GenerateRequest& req, ThreadP
       }
     }
     if (res.finish_reason.empty()) res.finish_reason = "length";
-  } catch (...) {
-    runner.release(seq);
+  } catch (const Error&) {
+    release();  // an error every rank saw alike (e.g. the cache is full): free the pages
     throw;
   }
-  runner.release(seq);
+  release();
   const auto t_end = clock::now();
   res.ttft_s = std::chrono::duration<double>(t_first - t0).count();
   res.decode_s = std::chrono::duration<double>(t_end - t_first).count();

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/model_runner.h"
+#include "engine/step_executor.h"
 #include "kernels/sampling.h"
 
 namespace cpinfer {
@@ -30,8 +30,9 @@ struct GenerateResult {
   }
 };
 
-// on_token is called with each generated id as soon as it is sampled.
-GenerateResult generate(ModelRunner& runner, const GenerateRequest& req, ThreadPool& pool,
+// Runs on the driver (rank 0); every step is broadcast to the other ranks through the
+// executor. on_token is called with each generated id as soon as it is sampled.
+GenerateResult generate(StepExecutor& exec, const GenerateRequest& req, ThreadPool& pool,
                         const std::function<void(int32_t)>& on_token = {});
 
 }  // namespace cpinfer

@@ -8,6 +8,9 @@
 #include "attention/kv_cache.h"
 #include "attention/page_pool.h"
 #include "core/thread_pool.h"
+#include "dist/comm.h"
+#include "dist/parallel_layout.h"
+#include "cp/cp_step.h"
 #include "engine/sequence_state.h"
 #include "model/decoder.h"
 #include "model/forward_batch.h"
@@ -15,19 +18,27 @@
 namespace cpinfer {
 
 struct RunnerOptions {
-  int64_t page_size = 16;           // --block-size
+  int64_t page_size = 16;           // --block-size (the layout's, when one is given)
   DType kv_dtype = DType::F32;      // KV-cache storage
-  int64_t max_cache_tokens = 4096;  // KV capacity (tokens, all sequences together)
+  int64_t max_cache_tokens = 4096;  // KV capacity in tokens of sequence (all sequences
+                                    // together); under CP each rank holds its share
 };
 
 class ModelRunner {
  public:
-  ModelRunner(const std::string& model_dir, const RunnerOptions& opts, ThreadPool& pool);
+  // layout/comm: this rank's place in a multi-rank job (null: a single rank holding the
+  // whole model).
+  ModelRunner(const std::string& model_dir, const RunnerOptions& opts, ThreadPool& pool,
+              const ParallelLayout* layout = nullptr, Comm* comm = nullptr);
 
   const ModelConfig& config() const { return config_; }
   const RunnerOptions& options() const { return opts_; }
   PagePool& page_pool() { return page_pool_; }
   double load_seconds() const { return load_seconds_; }
+  const CpRanks& cp_ranks() const { return cp_ranks_; }
+  // Bytes of K and V this rank holds per cached token of a sequence (all layers): the
+  // cache memory of a sequence of L tokens is local_len(L) * this.
+  int64_t kv_bytes_per_local_token() const;
 
   // Appends each step's tokens to its sequence and returns the logits of the wanted rows
   // ([rows, vocab], rows in step order). Throws Error when the cache has no room.
@@ -43,8 +54,10 @@ class ModelRunner {
   ModelWeights weights_;
   PagePool page_pool_;
   KvCache cache_;
+  CpRanks cp_ranks_;  // world() > 1: context-parallel steps (build_cp_step)
   Decoder decoder_;
   ForwardBatch batch_;
+  CpStep cp_step_;
   std::vector<float> logits_;
   double load_seconds_ = 0;
 };

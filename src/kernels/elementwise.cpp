@@ -114,7 +114,8 @@ void rope_apply(float* x, int64_t n, int64_t heads, int64_t head_dim, int64_t ld
   const auto& k = kernels();
   const int64_t half = head_dim / 2;
   pool.parallel_for(n, grain_rows(heads * head_dim), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) k.rope(x + i * ld, heads, head_dim, cos + i * half, sin + i * half);
+    for (int64_t i = b; i < e; ++i)
+      k.rope(x + i * ld, heads, head_dim, cos + i * half, sin + i * half);
   });
 }
 

@@ -20,8 +20,8 @@ void silu_mul(const float* gu, int64_t n, int64_t F, float* out, ThreadPool& poo
 
 // Rotary tables for one step: cos/sin[n, half] of angle pos[i] * inv_freq[j], computed
 // in double precision. inv_freq[half] (half = head_dim / 2) has any rope scaling applied.
-void rope_tables(const int32_t* pos, int64_t n, const double* inv_freq, int64_t half, float* cos_out,
-                 float* sin_out);
+void rope_tables(const int32_t* pos, int64_t n, const double* inv_freq, int64_t half,
+                 float* cos_out, float* sin_out);
 
 // Rotary embedding, Hugging Face rotate-half convention, in place on x[n, heads, head_dim]
 // (row stride `ld` floats between tokens), with the tables from rope_tables:

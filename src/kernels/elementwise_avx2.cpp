@@ -92,9 +92,11 @@ void scale_mul(const float* x, float s, const void* w, DType w_dtype, int64_t d,
   }
 }
 
-// exp(x) for x clamped to [-87, 88] (so 2^n stays normal): Cephes expf, about 1 ulp.
+// exp(x) for x <= 88 (Cephes expf, about 1 ulp); 0 below ln(FLT_MIN) = -87.34, where the
+// true value is subnormal (and 2^n below could not be built from exponent bits).
 inline __m256 exp_ps(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.33654f), _CMP_LT_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33654f)), _mm256_set1_ps(88.0f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -108,16 +110,21 @@ inline __m256 exp_ps(__m256 x) {
   const __m256 e = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
   const __m256i pow2 =
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(e, _mm256_castsi256_ps(pow2));
+  return _mm256_andnot_ps(tiny, _mm256_mul_ps(e, _mm256_castsi256_ps(pow2)));
 }
 
+// silu(g) = g * sigmoid(g) with t = exp(-|g|) in (0, 1], so nothing overflows:
+// sigmoid(g) = 1 / (1 + t) for g >= 0 and t / (1 + t) for g < 0.
 void silu_mul(const float* g, const float* u, int64_t F, float* out) {
   const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
   for (int64_t i = 0; i < F; i += 8) {
     const __m256i m = tail_mask(std::min<int64_t>(8, F - i));
     const __m256 gv = _mm256_maskload_ps(g + i, m);
-    const __m256 den = _mm256_add_ps(one, exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), gv)));
-    const __m256 s = _mm256_div_ps(gv, den);
+    const __m256 t = exp_ps(_mm256_or_ps(gv, sign));  // -|g|
+    const __m256 neg = _mm256_cmp_ps(gv, _mm256_setzero_ps(), _CMP_LT_OQ);
+    const __m256 num = _mm256_blendv_ps(one, t, neg);
+    const __m256 s = _mm256_div_ps(_mm256_mul_ps(gv, num), _mm256_add_ps(one, t));
     _mm256_maskstore_ps(out + i, m, _mm256_mul_ps(s, _mm256_maskload_ps(u + i, m)));
   }
 }

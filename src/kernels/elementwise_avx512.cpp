@@ -46,7 +46,8 @@ double add_sum_squares(float* r, const float* x, int64_t d) {
   }
   if (i < d) {
     const __mmask16 m = tail_mask(d - i);
-    const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, r + i), _mm512_maskz_loadu_ps(m, x + i));
+    const __m512 v =
+        _mm512_add_ps(_mm512_maskz_loadu_ps(m, r + i), _mm512_maskz_loadu_ps(m, x + i));
     _mm512_mask_storeu_ps(r + i, m, v);
     add_squares(v, a0, a1);
   }
@@ -84,9 +85,11 @@ void scale_mul(const float* x, float s, const void* w, DType w_dtype, int64_t d,
   }
 }
 
-// exp(x) for x clamped to [-87, 88] (so 2^n stays normal): Cephes expf, about 1 ulp.
+// exp(x) for x <= 88 (Cephes expf, about 1 ulp); 0 below ln(FLT_MIN) = -87.34, where the
+// true value is subnormal.
 inline __m512 exp_ps(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
+  const __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_LT_OQ);
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33654f)), _mm512_set1_ps(88.0f));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
@@ -98,16 +101,20 @@ inline __m512 exp_ps(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   const __m512 e = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(e, n);
+  return _mm512_maskz_mov_ps(__mmask16(~tiny), _mm512_scalef_ps(e, n));
 }
 
+// silu(g) = g * sigmoid(g) with t = exp(-|g|) in (0, 1], so nothing overflows:
+// sigmoid(g) = 1 / (1 + t) for g >= 0 and t / (1 + t) for g < 0.
 void silu_mul(const float* g, const float* u, int64_t F, float* out) {
   const __m512 one = _mm512_set1_ps(1.0f);
   for (int64_t i = 0; i < F; i += 16) {
     const __mmask16 m = i + 16 <= F ? __mmask16(0xffff) : tail_mask(F - i);
     const __m512 gv = _mm512_maskz_loadu_ps(m, g + i);
-    const __m512 den = _mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), gv)));
-    const __m512 s = _mm512_div_ps(gv, den);
+    const __m512 t = exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(gv)));
+    const __mmask16 neg = _mm512_cmp_ps_mask(gv, _mm512_setzero_ps(), _CMP_LT_OQ);
+    const __m512 num = _mm512_mask_blend_ps(neg, one, t);
+    const __m512 s = _mm512_div_ps(_mm512_mul_ps(gv, num), _mm512_add_ps(one, t));
     _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(m, u + i)));
   }
 }

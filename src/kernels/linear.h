@@ -18,12 +18,15 @@ struct WeightView {
 };
 
 // x: [M, K] f32, row stride ldx; y: [M, N] f32, row stride ldy; bias: [N] f32 or null.
-// Uses the active ISA (core/cpu_features.h) and every thread of `pool`.
+// y must not overlap x or W. Uses the active ISA (core/cpu_features.h) and every thread of
+// `pool`: a GEMV that streams W once for small M (decode), a packed, blocked GEMM otherwise
+// (prefill). Throws Error on a bad dtype or shape (ld < cols, ldx < K, ldy < N, ...).
 void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
             float* y, int64_t ldy, ThreadPool& pool);
 
 // Row gather for embeddings: out[i, :] = table[ids[i], :] widened to f32.
-// table: [rows, cols]; ids must be in [0, rows) (checked, throws Error).
+// table: [rows, cols]; ids: [n]; out: [n, cols] contiguous. ids must be in [0, rows)
+// (checked, throws Error).
 void embedding_lookup(const WeightView& table, const int32_t* ids, int64_t n, float* out,
                       ThreadPool& pool);
 

@@ -81,86 +81,62 @@ void widen(const void* src, DType dtype, int64_t n, float* dst) {
 
 // ---- gemv --------------------------------------------------------------------------
 
-// y[m] = x[m, :] · w[:] + bias for m < MM: one W row, read front to back (the access
-// pattern the hardware prefetchers follow best), U independent accumulators per x row.
-// x: [MM, K] (ldx), w: [K], y: [MM] (ldy apart).
-template <DType DT, int MM>
-void gemv_row(const float* x, int64_t ldx, const typename Load<DT>::T* w, int64_t K,
-              float bias, float* y, int64_t ldy) {
-  constexpr int U = MM == 1 ? 4 : MM == 2 ? 2 : 1;
-  __m256 acc[MM][U];
-#pragma GCC unroll 4
-  for (int m = 0; m < MM; ++m)
-#pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) acc[m][u] = _mm256_setzero_ps();
-  int64_t k = 0;
-  for (; k + 8 * U <= K; k += 8 * U) {
-    __m256 wv[U];
-#pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) wv[u] = Load<DT>::full(w + k + 8 * u);
+struct Gemv {
+  // y[m * ldy] = (accumulate ? y[m * ldy] : bias) + x[m, 0:K] · w[0:K] for m < MM.
+  // x: [MM, K] (ldx), w: [K] of DT, read front to back. U independent accumulators per x
+  // row hide the FMA latency. pf (if set): K elements of DT to prefetch alongside.
+  template <DType DT, int MM>
+  static void row(const float* x, int64_t ldx, const char* wp, int64_t K, float bias,
+                  bool accumulate, float* y, int64_t ldy, const char* pf) {
+    using T = typename Load<DT>::T;
+    constexpr int U = MM == 1 ? 4 : MM == 2 ? 2 : 1;
+    constexpr int64_t kStepBytes = 8 * U * int64_t(sizeof(T));
+    const T* w = reinterpret_cast<const T*>(wp);
+    __m256 acc[MM][U];
 #pragma GCC unroll 4
     for (int m = 0; m < MM; ++m)
 #pragma GCC unroll 4
-      for (int u = 0; u < U; ++u)
-        acc[m][u] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + k + 8 * u), wv[u], acc[m][u]);
-  }
-  for (; k + 8 <= K; k += 8) {
-    const __m256 wv = Load<DT>::full(w + k);
-#pragma GCC unroll 4
-    for (int m = 0; m < MM; ++m)
-      acc[m][0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + k), wv, acc[m][0]);
-  }
-  if (k < K) {
-    const __m256i mask = tail_mask(K - k);
-    const __m256 wv = Load<DT>::partial(w + k, K - k);
-#pragma GCC unroll 4
-    for (int m = 0; m < MM; ++m)
-      acc[m][0] = _mm256_fmadd_ps(_mm256_maskload_ps(x + m * ldx + k, mask), wv, acc[m][0]);
-  }
-#pragma GCC unroll 4
-  for (int m = 0; m < MM; ++m) {
-#pragma GCC unroll 4
-    for (int u = 1; u < U; ++u) acc[m][0] = _mm256_add_ps(acc[m][0], acc[m][u]);
-    y[m * ldy] = hsum(acc[m][0]) + bias;
-  }
-}
-
-// Rows [n0, n1) of W, each streamed once from memory for all M rows of x. x rows go in
-// groups of up to 4; with more than one group, W rows go in blocks of about 16 KB so that a
-// block read from DRAM by the first group is still in L2 for the others, while one group
-// of x stays in L1.
-template <DType DT>
-void gemv_t(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
-            float* y, int64_t ldy, int64_t n0, int64_t n1) {
-  const int64_t row_bytes = w.cols * int64_t(sizeof(typename Load<DT>::T));
-  const int64_t block = M <= 4 ? n1 - n0 : std::max<int64_t>(1, (16 << 10) / row_bytes);
-  for (int64_t nb = n0; nb < n1; nb += block) {
-    const int64_t ne = std::min(n1, nb + block);
-    for (int64_t m = 0; m < M; m += 4) {
-      const float* xm = x + m * ldx;
-      const int64_t mm = std::min<int64_t>(4, M - m);
-      for (int64_t n = nb; n < ne; ++n) {
-        const auto* wr = row_ptr<DT>(w, n, 0);
-        const float b = bias ? bias[n] : 0.0f;
-        float* ym = y + m * ldy + n;
-        switch (mm) {
-          case 1: gemv_row<DT, 1>(xm, ldx, wr, w.cols, b, ym, ldy); break;
-          case 2: gemv_row<DT, 2>(xm, ldx, wr, w.cols, b, ym, ldy); break;
-          case 3: gemv_row<DT, 3>(xm, ldx, wr, w.cols, b, ym, ldy); break;
-          default: gemv_row<DT, 4>(xm, ldx, wr, w.cols, b, ym, ldy); break;
-        }
+      for (int u = 0; u < U; ++u) acc[m][u] = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 * U <= K; k += 8 * U) {
+      if (pf) {
+        for (int64_t o = 0; o < kStepBytes; o += 64)
+          _mm_prefetch(pf + k * int64_t(sizeof(T)) + o, _MM_HINT_T0);
       }
+      __m256 wv[U];
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) wv[u] = Load<DT>::full(w + k + 8 * u);
+#pragma GCC unroll 4
+      for (int m = 0; m < MM; ++m)
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u)
+          acc[m][u] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + k + 8 * u), wv[u], acc[m][u]);
+    }
+    for (; k + 8 <= K; k += 8) {
+      const __m256 wv = Load<DT>::full(w + k);
+#pragma GCC unroll 4
+      for (int m = 0; m < MM; ++m)
+        acc[m][0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + k), wv, acc[m][0]);
+    }
+    if (k < K) {
+      const __m256i mask = tail_mask(K - k);
+      const __m256 wv = Load<DT>::partial(w + k, K - k);
+#pragma GCC unroll 4
+      for (int m = 0; m < MM; ++m)
+        acc[m][0] = _mm256_fmadd_ps(_mm256_maskload_ps(x + m * ldx + k, mask), wv, acc[m][0]);
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < MM; ++m) {
+#pragma GCC unroll 4
+      for (int u = 1; u < U; ++u) acc[m][0] = _mm256_add_ps(acc[m][0], acc[m][u]);
+      y[m * ldy] = (accumulate ? y[m * ldy] : bias) + hsum(acc[m][0]);
     }
   }
-}
+};
 
 void gemv(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
           float* y, int64_t ldy, int64_t n0, int64_t n1) {
-  switch (w.dtype) {
-    case DType::BF16: return gemv_t<DType::BF16>(x, M, ldx, w, bias, y, ldy, n0, n1);
-    case DType::F16: return gemv_t<DType::F16>(x, M, ldx, w, bias, y, ldy, n0, n1);
-    default: return gemv_t<DType::F32>(x, M, ldx, w, bias, y, ldy, n0, n1);
-  }
+  gemv_task<Gemv>(x, M, ldx, w, bias, y, ldy, n0, n1);
 }
 
 // ---- gemm --------------------------------------------------------------------------

@@ -10,7 +10,6 @@
 #include <immintrin.h>
 
 #include <type_traits>
-#include <cstdlib>
 
 #include "core/dtype.h"
 #include "kernels/linear_driver.h"
@@ -72,88 +71,56 @@ void widen(const void* src, DType dtype, int64_t n, float* dst) {
 
 // ---- gemv --------------------------------------------------------------------------
 
-// y[m] = x[m, :] · w[:] + bias for m < MM: one W row, read front to back (a single
-// sequential stream is what the hardware prefetchers follow best; interleaving several
-// rows halves the DRAM bandwidth on rows of a few KB). U independent accumulators per x
-// row hide the FMA latency. x: [MM, K] (ldx), w: [K], y: [MM] (ldy apart).
-template <DType DT, int MM>
-void gemv_row(const float* x, int64_t ldx, const typename Load<DT>::T* w, int64_t K,
-              float bias, float* y, int64_t ldy, const char* pf = nullptr) {
-  constexpr int U = MM == 1 ? 4 : MM == 2 ? 2 : 1;
-  __m512 acc[MM][U];
-#pragma GCC unroll 4
-  for (int m = 0; m < MM; ++m)
-#pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) acc[m][u] = _mm512_setzero_ps();
-  int64_t k = 0;
-  for (; k + 16 * U <= K; k += 16 * U) {
-    __m512 wv[U];
-    if (pf) {
-      constexpr int64_t bytes = 16 * U * sizeof(typename Load<DT>::T);
-      for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(pf + k * int64_t(sizeof(typename Load<DT>::T)) + o, _MM_HINT_T0);
-    }
-#pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) wv[u] = Load<DT>::full(w + k + 16 * u);
+struct Gemv {
+  // y[m * ldy] = (accumulate ? y[m * ldy] : bias) + x[m, 0:K] · w[0:K] for m < MM.
+  // x: [MM, K] (ldx), w: [K] of DT, read front to back. U independent accumulators per x
+  // row hide the FMA latency. pf (if set): K elements of DT to prefetch alongside.
+  template <DType DT, int MM>
+  static void row(const float* x, int64_t ldx, const char* wp, int64_t K, float bias,
+                  bool accumulate, float* y, int64_t ldy, const char* pf) {
+    using T = typename Load<DT>::T;
+    constexpr int U = MM == 1 ? 4 : MM == 2 ? 2 : 1;
+    constexpr int64_t kStepBytes = 16 * U * int64_t(sizeof(T));
+    const T* w = reinterpret_cast<const T*>(wp);
+    __m512 acc[MM][U];
 #pragma GCC unroll 4
     for (int m = 0; m < MM; ++m)
 #pragma GCC unroll 4
-      for (int u = 0; u < U; ++u)
-        acc[m][u] = _mm512_fmadd_ps(_mm512_loadu_ps(x + m * ldx + k + 16 * u), wv[u], acc[m][u]);
-  }
-  for (; k < K; k += 16) {
-    const __mmask16 mask = K - k >= 16 ? __mmask16(0xffff) : tail_mask(K - k);
-    const __m512 wv = Load<DT>::masked(w + k, mask);
-#pragma GCC unroll 4
-    for (int m = 0; m < MM; ++m)
-      acc[m][0] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, x + m * ldx + k), wv, acc[m][0]);
-  }
-#pragma GCC unroll 4
-  for (int m = 0; m < MM; ++m) {
-#pragma GCC unroll 4
-    for (int u = 1; u < U; ++u) acc[m][0] = _mm512_add_ps(acc[m][0], acc[m][u]);
-    y[m * ldy] = _mm512_reduce_add_ps(acc[m][0]) + bias;
-  }
-}
-
-// Rows [n0, n1) of W, each streamed once from memory for all M rows of x. x rows go in
-// groups of up to 4; with more than one group, W rows go in blocks of about 16 KB so that a
-// block read from DRAM by the first group is still in L2 for the others, while one group
-// of x stays in L1.
-template <DType DT>
-void gemv_t(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
-            float* y, int64_t ldy, int64_t n0, int64_t n1) {
-  static const int64_t KC = getenv("KC") ? atoi(getenv("KC")) : 1 << 30;
-  static const int64_t PFR = getenv("PFR") ? atoi(getenv("PFR")) : 0;
-  const int64_t K = w.cols;
-  const int64_t chunks = (K + KC - 1) / KC;
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t k0 = c * K / chunks, k1 = (c + 1) * K / chunks;
-    for (int64_t n = n0; n < n1; ++n) {
-      const auto* wr = row_ptr<DT>(w, n, k0);
-      const char* pf = PFR && n + PFR < n1 ? reinterpret_cast<const char*>(row_ptr<DT>(w, n + PFR, k0)) : nullptr;
-      for (int64_t m = 0; m < M; m += 4) {
-        const float* xm = x + m * ldx + k0;
-        float* ym = y + m * ldy + n;
-        const float b = c > 0 ? *ym : bias ? bias[n] : 0.0f;
-        switch (std::min<int64_t>(4, M - m)) {
-          case 1: gemv_row<DT, 1>(xm, ldx, wr, k1 - k0, b, ym, ldy, pf); break;
-          case 2: gemv_row<DT, 2>(xm, ldx, wr, k1 - k0, b, ym, ldy, pf); break;
-          case 3: gemv_row<DT, 3>(xm, ldx, wr, k1 - k0, b, ym, ldy, pf); break;
-          default: gemv_row<DT, 4>(xm, ldx, wr, k1 - k0, b, ym, ldy, pf); break;
-        }
-        pf = nullptr;
+      for (int u = 0; u < U; ++u) acc[m][u] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 16 * U <= K; k += 16 * U) {
+      if (pf) {
+        for (int64_t o = 0; o < kStepBytes; o += 64)
+          _mm_prefetch(pf + k * int64_t(sizeof(T)) + o, _MM_HINT_T0);
       }
+      __m512 wv[U];
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) wv[u] = Load<DT>::full(w + k + 16 * u);
+#pragma GCC unroll 4
+      for (int m = 0; m < MM; ++m)
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u)
+          acc[m][u] = _mm512_fmadd_ps(_mm512_loadu_ps(x + m * ldx + k + 16 * u), wv[u], acc[m][u]);
+    }
+    for (; k < K; k += 16) {
+      const __mmask16 mask = K - k >= 16 ? __mmask16(0xffff) : tail_mask(K - k);
+      const __m512 wv = Load<DT>::masked(w + k, mask);
+#pragma GCC unroll 4
+      for (int m = 0; m < MM; ++m)
+        acc[m][0] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, x + m * ldx + k), wv, acc[m][0]);
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < MM; ++m) {
+#pragma GCC unroll 4
+      for (int u = 1; u < U; ++u) acc[m][0] = _mm512_add_ps(acc[m][0], acc[m][u]);
+      y[m * ldy] = (accumulate ? y[m * ldy] : bias) + _mm512_reduce_add_ps(acc[m][0]);
     }
   }
-}
+};
 
 void gemv(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
           float* y, int64_t ldy, int64_t n0, int64_t n1) {
-  switch (w.dtype) {
-    case DType::BF16: return gemv_t<DType::BF16>(x, M, ldx, w, bias, y, ldy, n0, n1);
-    case DType::F16: return gemv_t<DType::F16>(x, M, ldx, w, bias, y, ldy, n0, n1);
-    default: return gemv_t<DType::F32>(x, M, ldx, w, bias, y, ldy, n0, n1);
-  }
+  gemv_task<Gemv>(x, M, ldx, w, bias, y, ldy, n0, n1);
 }
 
 // ---- gemm --------------------------------------------------------------------------

@@ -1,10 +1,10 @@
-// Internal: the blocked GEMM driver shared by linear_{generic,avx2,avx512}.cpp. Templates
-// only, instantiated with each ISA's kernel struct from that file's anonymous namespace, so
-// every instantiation has internal linkage and is compiled with that file's ISA flags (no
-// AVX-512 copy can be picked by the linker for the generic path).
+// Internal: the GEMV and blocked-GEMM drivers shared by linear_{generic,avx2,avx512}.cpp.
+// Templates only, instantiated with each ISA's kernel struct from that file's anonymous
+// namespace, so every instantiation has internal linkage and is compiled with that file's
+// ISA flags (no AVX-512 copy can be picked by the linker for the generic path).
 //
-// Loop nest of one task, y[m0:m1, n0:n1] (GotoBLAS order with the roles of A and B swapped,
-// because W is the big, reused operand):
+// GEMM loop nest of one task, y[m0:m1, n0:n1] (GotoBLAS order with the roles of A and B
+// swapped, because W is the big, reused operand):
 //   for each N chunk (<= kNcStrips strips of kNr W rows):
 //     for each K block (<= kKcMax, balanced):
 //       pack the W panel [chunk rows, K block] to f32, strip-major: strip s holds
@@ -13,6 +13,7 @@
 //         pack the x tile: xp[k * mr + i] = x[ma + i, k0 + k]    (L1-resident)
 //         for each strip: microkernel, mr x kNr outputs in registers over the K block;
 //           the first K block starts from bias (or 0), later ones from y.
+// The GEMV's loop nest is described above gemv_task_t.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -34,18 +35,6 @@ constexpr I ceil_div(I a, I b) {
   return (a + b - 1) / b;
 }
 
-// Asks for W[r, k0:k0+kc] for r in [r0, r1) ahead of use. Packing reads a strip as 16-32
-// short interleaved row segments, which the hardware prefetchers do not follow; without
-// this the packing of a cold W runs at a fraction of DRAM bandwidth.
-inline void prefetch_rows(const WeightView& w, int64_t r0, int64_t r1, int64_t k0, int64_t kc) {
-  const int64_t esz = int64_t(dtype_size(w.dtype));
-  const auto* base = static_cast<const char*>(w.data);
-  for (int64_t r = r0; r < r1; ++r) {
-    const char* p = base + (r * w.ld + k0) * esz;
-    for (int64_t b = 0; b < kc * esz; b += 64) __builtin_prefetch(p + b);
-  }
-}
-
 // xp[k * mr + i] = x[i * ldx + k] for i < mr, k < kc.
 template <typename Kern>
 void pack_x_tile(const float* x, int64_t ldx, int mr, int64_t kc, float* xp) {
@@ -54,6 +43,74 @@ void pack_x_tile(const float* x, int64_t ldx, int mr, int64_t kc, float* xp) {
     for (int64_t k = 0; k < kc; ++k) xp[k * mr + i] = row[k];
   }
 }
+
+// ---- GEMV (decode) ----------------------------------------------------------------------
+//
+// Each W row is read front to back once from memory, for all M rows of x: one sequential
+// stream is what the hardware prefetchers follow best (interleaving even two rows halves
+// the DRAM bandwidth here, and software prefetch of a sequential stream only gets in the
+// way). x rows go in groups of up to 4 per pass over a W row.
+//   * Several groups (M > 4): W rows go in blocks of about 16 KB, so the block the first
+//     group pulled from DRAM is still in L1/L2 for the others.
+//   * A group of x longer than ~20 KB (4 B * rows * K) no longer shares L1 with the W
+//     stream and every x load misses; then K is split into chunks whose x fits in 12 KB,
+//     the partial sums accumulate in y, and since the rows are now read in strided pieces
+//     the kernel prefetches the piece two rows ahead.
+inline constexpr int64_t kGemvXGroup = 4;
+inline constexpr int64_t kGemvXBytesMax = 20 << 10;
+inline constexpr int64_t kGemvXChunkBytes = 12 << 10;
+inline constexpr int64_t kGemvBlockBytes = 16 << 10;
+inline constexpr int64_t kGemvPrefetchRows = 2;
+
+// Kern provides: template <DType DT, int MM> row(x, ldx, w, K, bias, accumulate, y, ldy, pf):
+//   y[m * ldy] = (accumulate ? y[m * ldy] : bias) + x[m, 0:K] · w[0:K] for m < MM, and
+//   prefetches pf[0 : K elements] when pf is not null.
+template <typename Kern, DType DT>
+void gemv_task_t(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+                 float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  const int64_t K = w.cols, esz = int64_t(dtype_size(DT));
+  const auto* base = static_cast<const char*>(w.data);
+  const int64_t x_bytes = std::min(M, kGemvXGroup) * K * int64_t(sizeof(float));
+  const int64_t k_chunks = x_bytes > kGemvXBytesMax ? ceil_div(x_bytes, kGemvXChunkBytes) : 1;
+  const int64_t chunk_bytes = ceil_div(K, k_chunks) * esz;
+  const int64_t block =
+      M <= kGemvXGroup ? n1 - n0 : std::max<int64_t>(1, kGemvBlockBytes / chunk_bytes);
+  for (int64_t c = 0; c < k_chunks; ++c) {
+    const int64_t k0 = split_point(K, k_chunks, c), kc = split_point(K, k_chunks, c + 1) - k0;
+    for (int64_t nb = n0; nb < n1; nb += block) {
+      const int64_t ne = std::min(n1, nb + block);
+      for (int64_t m = 0; m < M; m += kGemvXGroup) {
+        const float* xm = x + m * ldx + k0;
+        for (int64_t n = nb; n < ne; ++n) {
+          const char* wr = base + (n * w.ld + k0) * esz;
+          const char* pf = k_chunks > 1 && m == 0 && n + kGemvPrefetchRows < n1
+                               ? wr + kGemvPrefetchRows * w.ld * esz
+                               : nullptr;
+          const float b = bias ? bias[n] : 0.0f;
+          float* ym = y + m * ldy + n;
+          switch (std::min(kGemvXGroup, M - m)) {
+            case 1: Kern::template row<DT, 1>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
+            case 2: Kern::template row<DT, 2>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
+            case 3: Kern::template row<DT, 3>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
+            default: Kern::template row<DT, 4>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
+          }
+        }
+      }
+    }
+  }
+}
+
+template <typename Kern>
+void gemv_task(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+               float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  switch (w.dtype) {
+    case DType::BF16: return gemv_task_t<Kern, DType::BF16>(x, M, ldx, w, bias, y, ldy, n0, n1);
+    case DType::F16: return gemv_task_t<Kern, DType::F16>(x, M, ldx, w, bias, y, ldy, n0, n1);
+    default: return gemv_task_t<Kern, DType::F32>(x, M, ldx, w, bias, y, ldy, n0, n1);
+  }
+}
+
+// ---- GEMM (prefill) ----------------------------------------------------------------------
 
 // Kern provides: kMr, kNr, kKcMax, kNcStrips;
 //   pack_w(w, row0, rows_valid, k0, kc, dst): dst[k * kNr + j] = W[row0 + j, k0 + k] for
@@ -82,7 +139,6 @@ void gemm_task(const float* x, int64_t ldx, const WeightView& w, const float* bi
       const int64_t kc = split_point(K, k_blocks, kb + 1) - k0;
       for (int64_t s = s0; s < s1; ++s) {
         const int64_t row0 = n0 + s * NR;
-        if (s + 1 < s1) prefetch_rows(w, row0 + NR, std::min(row0 + 2 * NR, n1), k0, kc);
         Kern::pack_w(w, row0, int(std::min(NR, n1 - row0)), k0, kc, wpack + (s - s0) * NR * kc);
       }
       for (int64_t t = 0; t < m_tiles; ++t) {

@@ -38,31 +38,46 @@ const uint8_t* row_ptr(const WeightView& w, int64_t row, int64_t k0) {
   return static_cast<const uint8_t*>(w.data) + size_t(row * w.ld + k0) * dtype_size(w.dtype);
 }
 
-// a[0:K] · b[0:K] with 8 partial sums (vectorised as two SSE registers).
-float dot(const float* a, const float* b, int64_t K) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t k = 0;
-  for (; k + 8 <= K; k += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += a[k + j] * b[k + j];
-  for (int j = 0; k < K; ++k, ++j) acc[j] += a[k] * b[k];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+template <DType DT>
+inline float load_elem(const char* p, int64_t i) {
+  if constexpr (DT == DType::F32) {
+    return reinterpret_cast<const float*>(p)[i];
+  } else {
+    const uint16_t h = reinterpret_cast<const uint16_t*>(p)[i];
+    if constexpr (DT == DType::BF16) return bits_to_float(uint32_t(h) << 16);
+    else return half_to_float(h);
+  }
 }
 
-// y[m, n] for m < M, n in [n0, n1): each W row is widened once (to L1) and dotted with
-// every x row.
+struct Gemv {
+  // y[m * ldy] = (accumulate ? y[m * ldy] : bias) + x[m, 0:K] · w[0:K] for m < MM, with
+  // 8 partial sums per x row (two SSE registers). pf is ignored.
+  template <DType DT, int MM>
+  static void row(const float* x, int64_t ldx, const char* w, int64_t K, float bias,
+                  bool accumulate, float* y, int64_t ldy, const char* /*pf*/) {
+    float acc[MM][8] = {};
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+      float wv[8];
+      for (int j = 0; j < 8; ++j) wv[j] = load_elem<DT>(w, k + j);
+      for (int m = 0; m < MM; ++m)
+        for (int j = 0; j < 8; ++j) acc[m][j] += x[m * ldx + k + j] * wv[j];
+    }
+    for (int j = 0; k < K; ++k, ++j) {
+      const float wk = load_elem<DT>(w, k);
+      for (int m = 0; m < MM; ++m) acc[m][j] += x[m * ldx + k] * wk;
+    }
+    for (int m = 0; m < MM; ++m) {
+      const float* a = acc[m];
+      const float sum = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+      y[m * ldy] = (accumulate ? y[m * ldy] : bias) + sum;
+    }
+  }
+};
+
 void gemv(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
           float* y, int64_t ldy, int64_t n0, int64_t n1) {
-  const int64_t K = w.cols;
-  float* wrow = w.dtype == DType::F32 ? nullptr : thread_scratch(0, size_t(K));
-  for (int64_t n = n0; n < n1; ++n) {
-    const float* wr = reinterpret_cast<const float*>(row_ptr(w, n, 0));
-    if (wrow) {
-      widen(row_ptr(w, n, 0), w.dtype, K, wrow);
-      wr = wrow;
-    }
-    const float b = bias ? bias[n] : 0.0f;
-    for (int64_t m = 0; m < M; ++m) y[m * ldy + n] = dot(x + m * ldx, wr, K) + b;
-  }
+  gemv_task<Gemv>(x, M, ldx, w, bias, y, ldy, n0, n1);
 }
 
 struct GenericGemm {

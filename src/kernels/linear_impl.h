@@ -4,15 +4,14 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 
 #include "kernels/linear.h"
 
 namespace cpinfer::linear_impl {
 
 // Decode path: y[m, n] = x[m, :] · W[n, :] + bias[n] for m in [0, M), n in [n0, n1).
-// x: [M, K] (row stride ldx), W: [N, K] (w.ld), y: [M, N] (row stride ldy). M <= kGemvMaxM.
-// Streams each W row once for all M rows.
+// x: [M, K] (row stride ldx), W: [N, K] (w.ld), y: [M, N] (row stride ldy). Any M is correct;
+// linear.cpp uses it where it beats the GEMM (small M). Streams each W row once for all M.
 using GemvFn = void (*)(const float* x, int64_t M, int64_t ldx, const WeightView& w,
                         const float* bias, float* y, int64_t ldy, int64_t n0, int64_t n1);
 
@@ -33,8 +32,11 @@ struct Kernels {
   int nc_strips;  // strips per packed W panel (the panel is nc_strips * nr rows x a K block)
 };
 
-// Largest M that takes the GEMV path; above it the packed GEMM wins.
-inline const int64_t kGemvMaxM = getenv("GMAX") ? atoi(getenv("GMAX")) : 8;  // TEMP
+
+// Which kernel linear() runs: chosen by shape (Auto), or forced, for tests that must cover
+// both paths at every M. Process-wide; tests set it and restore Auto.
+enum class Path { Auto, Gemv, Gemm };
+void force_path(Path p);
 
 const Kernels& generic_kernels();
 const Kernels& avx2_kernels();

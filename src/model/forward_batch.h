@@ -6,6 +6,8 @@
 
 namespace cpinfer {
 
+struct CpStep;
+
 struct ForwardBatch {
   std::vector<int32_t> tokens;       // [T] token ids, sequences back to back
   std::vector<int32_t> positions;    // [T] absolute position of each token (for RoPE)
@@ -15,6 +17,9 @@ struct ForwardBatch {
   std::vector<int32_t> page_indptr;  // [S + 1] CSR into page_indices
   std::vector<int32_t> page_indices; // pages of each sequence in order
   std::vector<int64_t> logit_rows;   // rows of T whose logits are wanted (e.g. each last row)
+  // Under context parallelism (pcp * dcp > 1) the step is planned by build_cp_step and the
+  // fields above are unused: tokens, positions, cache writes and logit rows come from here.
+  const CpStep* cp = nullptr;
 
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_seqs() const { return int64_t(kv_lens.size()); }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/progress.h"
@@ -34,19 +35,74 @@ std::vector<float> widen(const TensorInfo& t) {
   return out;
 }
 
-// Touches every page of a tensor so that loading, not the first forward pass, pays
-// for reading it from disk; returns a checksum so the reads are not optimised away.
-uint64_t touch(const TensorInfo& t) {
+// Touches every page of a view (its rows, only the columns in the view) so that
+// loading, not the first forward pass, pays for reading the shard from disk; returns a
+// checksum so the reads are not optimised away.
+uint64_t touch(const WeightView& w) {
+  const size_t es = dtype_size(w.dtype), row_bytes = size_t(w.cols) * es;
+  const uint8_t* base = static_cast<const uint8_t*>(w.data);
   uint64_t sum = 0;
-  for (size_t off = 0; off < t.nbytes; off += 4096) sum += t.data[off];
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const uint8_t* row = base + size_t(r * w.ld) * es;
+    for (size_t off = 0; off < row_bytes; off += 4096) sum += row[off];
+    sum += row[row_bytes - 1];
+  }
   return sum;
+}
+
+// Rows [begin, begin + n) of a [rows, cols] matrix view.
+WeightView row_slice(WeightView w, int64_t begin, int64_t n) {
+  CPI_ASSERT(begin >= 0 && begin + n <= w.rows);
+  w.data = static_cast<const uint8_t*>(w.data) + size_t(begin * w.ld) * dtype_size(w.dtype);
+  w.rows = n;
+  return w;
+}
+
+// Columns [begin, begin + n): the same rows, a narrower window (ld unchanged).
+WeightView col_slice(WeightView w, int64_t begin, int64_t n) {
+  CPI_ASSERT(begin >= 0 && begin + n <= w.cols);
+  w.data = static_cast<const uint8_t*>(w.data) + size_t(begin) * dtype_size(w.dtype);
+  w.cols = n;
+  return w;
+}
+
+std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t n) {
+  return std::vector<float>(v.begin() + begin, v.begin() + begin + n);
 }
 
 }  // namespace
 
-ModelWeights load_model_weights(const ModelConfig& c, const std::string& model_dir) {
+ShardSpec full_shard(const ModelConfig& c) {
+  return ShardSpec{0, c.num_q_heads, 0, c.num_kv_heads, 0, c.intermediate_size, 0, c.vocab_size};
+}
+
+std::pair<int64_t, int64_t> even_split(int64_t n, int64_t parts, int64_t part) {
+  const int64_t base = n / parts, extra = n % parts;
+  return {part * base + std::min(part, extra), base + (part < extra ? 1 : 0)};
+}
+
+ShardSpec tp_shard(const ModelConfig& c, const ParallelLayout& layout) {
+  const int64_t tp = layout.spec().tp, r = layout.tp_rank();
+  CPI_CHECK(c.intermediate_size % tp == 0,
+            "tensor-parallel-size {} does not divide intermediate_size {}", tp,
+            c.intermediate_size);
+  ShardSpec s;
+  s.q_head_begin = layout.q_head_begin();
+  s.num_q_heads = layout.num_local_q_heads();
+  s.kv_head_begin = layout.kv_head_begin();
+  s.num_kv_heads = layout.num_local_kv_heads();
+  s.ffn_size = c.intermediate_size / tp;
+  s.ffn_begin = r * s.ffn_size;
+  std::tie(s.vocab_begin, s.vocab_size) = even_split(c.vocab_size, tp, r);
+  return s;
+}
+
+ModelWeights load_model_weights(const ModelConfig& c, const std::string& model_dir,
+                                const ShardSpec& shard) {
   CPI_CHECK(!c.mlp_bias, "config.json sets mlp_bias=true, which cpinfer does not support");
   ModelWeights w;
+  w.shard = shard;
+  const ShardSpec& sh = shard;
   w.store = std::make_shared<SafetensorsStore>(SafetensorsStore::open(model_dir));
   const SafetensorsStore& st = *w.store;
   const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size, V = c.vocab_size;
@@ -55,21 +111,25 @@ ModelWeights load_model_weights(const ModelConfig& c, const std::string& model_d
   volatile uint64_t sink = 0;
   auto mat = [&](const std::string& name, std::vector<int64_t> shape) {
     const TensorInfo& t = st.get_checked(name, shape);
-    sink = sink + touch(t);
     bar.advance(t.nbytes);
     return view_of(t);
+  };
+  auto held = [&](WeightView v) {  // the part this rank keeps, read in now
+    sink = sink + touch(v);
+    return v;
   };
   auto vec = [&](const std::string& name, int64_t n) {
     const TensorInfo& t = st.get_checked(name, {n});
     bar.advance(t.nbytes);
     return widen(t);
   };
-  w.embed = mat("model.embed_tokens.weight", {V, H});
-  if (c.tie_word_embeddings) {
-    w.lm_head = w.embed;
-  } else {
-    w.lm_head = mat("lm_head.weight", {V, H});
-  }
+  w.embed = held(mat("model.embed_tokens.weight", {V, H}));
+  WeightView head = c.tie_word_embeddings ? w.embed : mat("lm_head.weight", {V, H});
+  w.lm_head = held(row_slice(head, sh.vocab_begin, sh.vocab_size));
+  // Local extents: q/k/v rows and o columns by head, gate/up rows and down columns by FFN.
+  const int64_t q0 = sh.q_head_begin * D, nq = sh.num_q_heads * D;
+  const int64_t k0 = sh.kv_head_begin * D, nk = sh.num_kv_heads * D;
+  const int64_t f0 = sh.ffn_begin, nf = sh.ffn_size;
   w.final_norm = vec("model.norm.weight", H);
   const bool bias = c.attention_bias;
   for (int64_t l = 0; l < c.num_layers; ++l) {
@@ -77,18 +137,18 @@ ModelWeights load_model_weights(const ModelConfig& c, const std::string& model_d
     LayerWeights L;
     L.input_norm = vec(p + "input_layernorm.weight", H);
     L.post_attention_norm = vec(p + "post_attention_layernorm.weight", H);
-    L.q = mat(p + "self_attn.q_proj.weight", {qd, H});
-    L.k = mat(p + "self_attn.k_proj.weight", {kvd, H});
-    L.v = mat(p + "self_attn.v_proj.weight", {kvd, H});
-    L.o = mat(p + "self_attn.o_proj.weight", {H, qd});
+    L.q = held(row_slice(mat(p + "self_attn.q_proj.weight", {qd, H}), q0, nq));
+    L.k = held(row_slice(mat(p + "self_attn.k_proj.weight", {kvd, H}), k0, nk));
+    L.v = held(row_slice(mat(p + "self_attn.v_proj.weight", {kvd, H}), k0, nk));
+    L.o = held(col_slice(mat(p + "self_attn.o_proj.weight", {H, qd}), q0, nq));
     if (bias) {
-      L.q_bias = vec(p + "self_attn.q_proj.bias", qd);
-      L.k_bias = vec(p + "self_attn.k_proj.bias", kvd);
-      L.v_bias = vec(p + "self_attn.v_proj.bias", kvd);
+      L.q_bias = slice(vec(p + "self_attn.q_proj.bias", qd), q0, nq);
+      L.k_bias = slice(vec(p + "self_attn.k_proj.bias", kvd), k0, nk);
+      L.v_bias = slice(vec(p + "self_attn.v_proj.bias", kvd), k0, nk);
     }
-    L.gate = mat(p + "mlp.gate_proj.weight", {I, H});
-    L.up = mat(p + "mlp.up_proj.weight", {I, H});
-    L.down = mat(p + "mlp.down_proj.weight", {H, I});
+    L.gate = held(row_slice(mat(p + "mlp.gate_proj.weight", {I, H}), f0, nf));
+    L.up = held(row_slice(mat(p + "mlp.up_proj.weight", {I, H}), f0, nf));
+    L.down = held(col_slice(mat(p + "mlp.down_proj.weight", {H, I}), f0, nf));
     w.layers.push_back(std::move(L));
   }
   bar.finish();

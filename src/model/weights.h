@@ -3,8 +3,10 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "dist/parallel_layout.h"
 #include "kernels/linear.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
@@ -18,16 +20,38 @@ struct LayerWeights {
   std::vector<float> input_norm, post_attention_norm;  // [H]
 };
 
+// The slice of the model one rank holds under tensor parallelism (context-parallel.md §2):
+// q heads [q_head_begin, +num_q_heads), KV heads [kv_head_begin, +num_kv_heads) (a
+// replicated head when tp > Hkv), FFN columns [ffn_begin, +ffn_size), LM-head (vocab) rows
+// [vocab_begin, +vocab_size). The embedding is replicated.
+// Example, qwen2.5-0.5b (14 q / 2 kv heads, ffn 4864) at tp 2, rank 1: q heads 7..13,
+// KV head 1, FFN 2432..4863, vocab 75968..151935.
+struct ShardSpec {
+  int64_t q_head_begin = 0, num_q_heads = 0;
+  int64_t kv_head_begin = 0, num_kv_heads = 0;
+  int64_t ffn_begin = 0, ffn_size = 0;
+  int64_t vocab_begin = 0, vocab_size = 0;
+};
+ShardSpec full_shard(const ModelConfig& config);
+// Splits n items into `parts` near-equal contiguous pieces (the first n % parts get one
+// more) and returns {begin, size} of piece `part`. Example: n 10, parts 4 -> sizes 3,3,2,2.
+std::pair<int64_t, int64_t> even_split(int64_t n, int64_t parts, int64_t part);
+// tp_rank of tp: checks intermediate_size % tp (and the head rules through the layout).
+ShardSpec tp_shard(const ModelConfig& config, const ParallelLayout& layout);
+
 struct ModelWeights {
   std::shared_ptr<SafetensorsStore> store;  // keeps the mapping alive
   WeightView embed;                          // [V, H]
-  WeightView lm_head;                        // [V, H] (the embedding when tied)
+  WeightView lm_head;                        // [shard vocab, H] (rows of the embedding when tied)
+  ShardSpec shard;
   std::vector<LayerWeights> layers;
   std::vector<float> final_norm;             // [H]
 };
 
 // Checks every tensor's presence, dtype and shape against the config (errors name the
 // tensor, the file, the expected and found shape) and builds the views.
-ModelWeights load_model_weights(const ModelConfig& config, const std::string& model_dir);
+// Only this rank's shard is read from the mapped file.
+ModelWeights load_model_weights(const ModelConfig& config, const std::string& model_dir,
+                                const ShardSpec& shard);
 
 }  // namespace cpinfer

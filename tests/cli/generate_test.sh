@@ -61,9 +61,9 @@ expect_error() {  # expect_error "pattern" args...
 }
 expect_error "model directory" generate --model "$TMP/nope" --prompt hi
 mkdir -p "$TMP/empty"
-expect_error "tokenizer.json" generate --model "$TMP/empty" --prompt hi
-cp "$TMP/tiny/tokenizer.json" "$TMP/empty/"
 expect_error "config.json" generate --model "$TMP/empty" --prompt hi
+cp "$TMP/tiny/config.json" "$TMP/empty/"
+expect_error "tokenizer.json" generate --model "$TMP/empty" --prompt hi
 expect_error "prompt-ids" generate --model "$TMP/tiny" --prompt-ids 1,x,3
 expect_error "outside the vocabulary" generate --model "$TMP/tiny" --prompt-ids 999999
 expect_error "temperature" generate --model "$TMP/tiny" --prompt hi --temperature -1

@@ -30,6 +30,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/linear.h"
+#include "kernels/linear_impl.h"
 
 namespace cpinfer {
 namespace {
@@ -45,6 +46,17 @@ class IsaScope {
  private:
   Isa saved_;
 };
+
+// Forces linear()'s kernel choice for a scope (GEMV vs packed GEMM), then back to Auto.
+class PathScope {
+ public:
+  explicit PathScope(linear_impl::Path p) { linear_impl::force_path(p); }
+  ~PathScope() { linear_impl::force_path(linear_impl::Path::Auto); }
+};
+
+const char* path_name(linear_impl::Path p) {
+  return p == linear_impl::Path::Gemv ? "gemv" : p == linear_impl::Path::Gemm ? "gemm" : "auto";
+}
 
 ThreadPool& pool_of(int threads) {
   static ThreadPool one(1), two(2);
@@ -191,7 +203,8 @@ std::string param_name(const testing::TestParamInfo<SweepParam>& info) {
 
 class LinearSweep : public testing::TestWithParam<SweepParam> {};
 
-// Every (N, K) for one (dtype, bias, M): each ISA x {1, 2} threads x {dense, padded} strides.
+// Every (N, K) for one (dtype, bias, M): each ISA x {GEMV, GEMM} kernel (whichever linear()
+// would pick, and the other one) x {1, 2} threads x {dense, padded} strides.
 TEST_P(LinearSweep, MatchesFloat64Reference) {
   const SweepParam p = GetParam();
   const int64_t M = p.M;
@@ -208,17 +221,22 @@ TEST_P(LinearSweep, MatchesFloat64Reference) {
       const Reference ref = reference(x, w_dense, b, M);
       for (Isa isa : supported_isas()) {
         IsaScope scope(isa);
-        for (int threads : {1, 2}) {
-          for (bool padded : {false, true}) {
-            const int64_t ldx = padded ? K + 3 : K, ldy = padded ? N + 7 : N;
-            std::vector<float> y(size_t(M * ldy), kYSentinel);
-            linear(padded ? x_padded.data() : x.data(), M, ldx,
-                   padded ? w_padded.view() : w_dense.view(), b, y.data(), ldy, pool_of(threads));
-            const std::string what = "M=" + std::to_string(M) + " N=" + std::to_string(N) +
-                                     " K=" + std::to_string(K) + " isa=" +
-                                     std::string(isa_name(isa)) + " threads=" +
-                                     std::to_string(threads) + (padded ? " padded" : " dense");
-            if (compare(y, M, N, ldy, K, ref, what) > 0) return;  // one report per size
+        for (linear_impl::Path path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm}) {
+          PathScope path_scope(path);
+          for (int threads : {1, 2}) {
+            for (bool padded : {false, true}) {
+              const int64_t ldx = padded ? K + 3 : K, ldy = padded ? N + 7 : N;
+              std::vector<float> y(size_t(M * ldy), kYSentinel);
+              linear(padded ? x_padded.data() : x.data(), M, ldx,
+                     padded ? w_padded.view() : w_dense.view(), b, y.data(), ldy,
+                     pool_of(threads));
+              const std::string what = "M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                                       " K=" + std::to_string(K) + " isa=" +
+                                       std::string(isa_name(isa)) + " " + path_name(path) +
+                                       " threads=" + std::to_string(threads) +
+                                       (padded ? " padded" : " dense");
+              if (compare(y, M, N, ldy, K, ref, what) > 0) return;  // one report per size
+            }
           }
         }
       }
@@ -238,23 +256,27 @@ std::vector<SweepParam> sweep_params() {
 
 INSTANTIATE_TEST_SUITE_P(All, LinearSweep, testing::ValuesIn(sweep_params()), param_name);
 
-// Qwen2.5-0.5B's down projection: K = 4864 spans many K blocks and ends in a tail; both
-// paths (decode and prefill), bf16, two threads.
+// Qwen2.5-0.5B's down projection: K = 4864 spans many GEMM K blocks and, for M > 1, the
+// GEMV's K chunks (partial sums accumulated in y); both kernels, bf16, two threads.
 TEST(Linear, LargeKBf16) {
   const int64_t N = 96, K = 4864;
   std::mt19937 rng(7);
   const std::vector<float> wvals = random_values(rng, size_t(N * K), DType::BF16);
   const TestWeights w = make_weights(DType::BF16, N, K, K, wvals);
-  for (int64_t M : {int64_t(3), int64_t(40)}) {
+  for (int64_t M : {int64_t(1), int64_t(3), int64_t(6), int64_t(40)}) {
     const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
     const Reference ref = reference(x, w, nullptr, M);
     for (Isa isa : supported_isas()) {
       IsaScope scope(isa);
-      std::vector<float> y(size_t(M * N), kYSentinel);
-      linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(2));
-      EXPECT_EQ(compare(y, M, N, N, K, ref, "M=" + std::to_string(M) + " isa=" +
-                                               std::string(isa_name(isa))),
-                0);
+      for (linear_impl::Path path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm}) {
+        PathScope path_scope(path);
+        std::vector<float> y(size_t(M * N), kYSentinel);
+        linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(2));
+        EXPECT_EQ(compare(y, M, N, N, K, ref, "M=" + std::to_string(M) + " isa=" +
+                                                 std::string(isa_name(isa)) + " " +
+                                                 path_name(path)),
+                  0);
+      }
     }
   }
 }
@@ -269,13 +291,17 @@ TEST(Linear, InfWeightStaysInItsColumn) {
       const TestWeights w = make_weights(dt, N, K, K, wvals);
       for (Isa isa : supported_isas()) {
         IsaScope scope(isa);
-        std::vector<float> y(size_t(M * N));
-        linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(1));
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < N; ++n) {
-            if (n == 17) EXPECT_TRUE(std::isinf(y[size_t(m * N + n)]));
-            else EXPECT_EQ(y[size_t(m * N + n)], 10.0f) << "n=" << n << " " << isa_name(isa);
-          }
+        for (linear_impl::Path path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm}) {
+          PathScope path_scope(path);
+          std::vector<float> y(size_t(M * N));
+          linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(1));
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              if (n == 17) EXPECT_TRUE(std::isinf(y[size_t(m * N + n)]));
+              else EXPECT_EQ(y[size_t(m * N + n)], 10.0f)
+                  << "n=" << n << " " << isa_name(isa) << " " << path_name(path);
+            }
+        }
       }
     }
   }

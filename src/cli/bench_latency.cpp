@@ -1,0 +1,169 @@
+// `cpinfer bench latency`: one request of --input-len random prompt tokens and
+// --output-len generated tokens, repeated --num-iters times (after --warmup runs) under any
+// layout, like `vllm bench latency`. Prints one JSON line with medians:
+//   ttft_s        start of the prefill -> first token sampled (rank 0)
+//   itl_s         inter-token latency: one decode step, sampling included
+//   comm_s        time rank 0 spent inside collectives during the prefill
+//   comm_decode_s time rank 0 spent inside collectives per decode step
+//   kv_bytes_per_rank  K/V bytes one rank holds for this request at its end (rank 0's
+//                 share, the largest: up to one interleave unit over L / W)
+//   kv_bytes_without_cp  the same rank's figure with W = 1 (same TP), for the ratio
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/stats.h"
+#include "core/thread_pool.h"
+#include "cp/kv_ownership.h"
+#include "dist/comm.h"
+#include "dist/launcher.h"
+#include "engine/step_executor.h"
+#include "kernels/sampling.h"
+
+namespace cpinfer {
+
+namespace {
+
+struct LatencyArgs {
+  std::string model, kv_dtype = "f32";
+  int64_t input_len = 512, output_len = 32;
+  int num_iters = 3, warmup = 1, threads_per_rank = 0;
+  uint64_t seed = 0;
+  bool json = false;
+  LayoutSpec layout;
+};
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct IterTimes {
+  double ttft = 0, comm_prefill = 0;
+  std::vector<double> itl, comm_decode;
+};
+
+// One request through the executor (rank 0), timing each step.
+IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64_t output_len,
+                   Comm& comm) {
+  ThreadPool& pool = global_pool();
+  const int64_t V = exec.runner().config().vocab_size;
+  IterTimes t;
+  StepPlan plan;
+  plan.seqs = {{0, int64_t(prompt.size()), 0}};
+  plan.tokens = prompt;
+  comm.reset_stats();
+  double t0 = now_s();
+  int32_t tok = argmax(exec.run(plan).data(), V, pool);
+  t.ttft = now_s() - t0;
+  t.comm_prefill = comm.stats().seconds;
+  for (int64_t i = 1; i < output_len; ++i) {
+    plan.seqs[0].num_tokens = 1;
+    plan.tokens = {tok};
+    comm.reset_stats();
+    double s = now_s();
+    tok = argmax(exec.run(plan).data(), V, pool);
+    t.itl.push_back(now_s() - s);
+    t.comm_decode.push_back(comm.stats().seconds);
+  }
+  StepPlan rel;
+  rel.kind = StepPlan::Kind::Release;
+  rel.seqs = {{0, 0, 0}};
+  exec.run(rel);
+  return t;
+}
+
+int run_latency(const LatencyArgs& a) {
+  Comm& comm = Comm::world();
+  ModelConfig config = load_model_config(a.model);
+  ParallelLayout layout(a.layout, config.num_q_heads, config.num_kv_heads, comm.rank());
+  comm.set_layout(layout);
+  RunnerOptions ro;
+  ro.page_size = a.layout.page_size;
+  CPI_CHECK(a.kv_dtype == "f32" || a.kv_dtype == "bf16" || a.kv_dtype == "auto",
+            "--kv-cache-dtype '{}' is not one of auto, f32, bf16", a.kv_dtype);
+  ro.kv_dtype = a.kv_dtype == "bf16" ? DType::BF16 : DType::F32;
+  ro.max_cache_tokens = a.input_len + a.output_len;
+  ModelRunner runner(a.model, ro, global_pool(), &layout, &comm);
+  StepExecutor exec(runner, &comm);
+  if (!exec.is_driver()) {
+    exec.worker_loop();
+    return 0;
+  }
+  Rng rng(a.seed);
+  std::vector<double> ttft, itl, comm_p, comm_d;
+  for (int it = 0; it < a.warmup + a.num_iters; ++it) {
+    std::vector<int32_t> prompt(static_cast<size_t>(a.input_len));
+    for (auto& t : prompt) t = int32_t(rng.next() % uint64_t(std::min<int64_t>(config.vocab_size, 151643)));
+    IterTimes t = run_once(exec, prompt, a.output_len, comm);
+    if (it < a.warmup) continue;
+    ttft.push_back(t.ttft);
+    comm_p.push_back(t.comm_prefill);
+    itl.insert(itl.end(), t.itl.begin(), t.itl.end());
+    comm_d.insert(comm_d.end(), t.comm_decode.begin(), t.comm_decode.end());
+    CPI_LOG_INFO("iteration {}: ttft {:.3f}s, median itl {:.4f}s", it - a.warmup, t.ttft,
+                 median(t.itl));
+  }
+  exec.shutdown();
+  const CpRanks& cp = runner.cp_ranks();
+  KvOwnership own{cp.world(), cp.interleave};
+  const int64_t cached = a.input_len + a.output_len - 1;
+  nlohmann::json j;
+  j["model"] = a.model;
+  j["input_len"] = a.input_len;
+  j["output_len"] = a.output_len;
+  j["num_iters"] = a.num_iters;
+  j["layout"] = {{"tp", a.layout.tp}, {"pcp", a.layout.pcp}, {"dcp", a.layout.dcp},
+                 {"interleave", a.layout.interleave}, {"block_size", a.layout.page_size}};
+  j["world_size"] = comm.size();
+  j["threads_per_rank"] = global_pool().size();
+  j["ttft_s"] = median(ttft);
+  j["itl_s"] = median(itl);
+  j["prefill_tokens_per_s"] = double(a.input_len) / median(ttft);
+  j["decode_tokens_per_s"] = itl.empty() ? 0.0 : 1.0 / median(itl);
+  j["comm_s"] = median(comm_p);
+  j["comm_share_prefill"] = median(comm_p) / median(ttft);
+  j["comm_decode_s"] = median(comm_d);
+  j["comm_share_decode"] = itl.empty() ? 0.0 : median(comm_d) / median(itl);
+  j["kv_bytes_per_rank"] = own.local_len(cached, 0) * runner.kv_bytes_per_local_token();
+  // What this rank would hold with the same TP but no context parallelism (W = 1).
+  j["kv_bytes_without_cp"] = cached * runner.kv_bytes_per_local_token();
+  j["kv_cache_dtype"] = a.kv_dtype;
+  if (a.json) std::printf("%s\n", j.dump().c_str());
+  else std::printf("%s\n", j.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_bench_latency(CLI::App& bench, CommandAction* action) {
+  auto a = std::make_shared<LatencyArgs>();
+  auto* cmd = bench.add_subcommand("latency", "Time to first token and inter-token latency");
+  cmd->add_option("--model", a->model, "Hugging Face model directory")->required();
+  cmd->add_option("--input-len", a->input_len, "Prompt tokens")
+      ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 22));
+  cmd->add_option("--output-len", a->output_len, "Generated tokens")
+      ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 22));
+  cmd->add_option("--num-iters", a->num_iters, "Timed requests")->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--warmup", a->warmup, "Untimed requests first")->capture_default_str()
+      ->check(CLI::Range(0, 100));
+  cmd->add_option("--seed", a->seed, "Seed of the random prompts")->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
+      ->capture_default_str();
+  cmd->add_flag("--json", a->json, "One JSON line");
+  add_layout_flags(cmd, &a->layout, &a->threads_per_rank);
+  cmd->callback([a, action] {
+    *action = [a] {
+      return run_distributed(cli_args(), a->layout, a->threads_per_rank,
+                             [a] { return run_latency(*a); });
+    };
+  });
+}
+
+}  // namespace cpinfer

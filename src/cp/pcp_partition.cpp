@@ -1,0 +1,107 @@
+#include "cp/pcp_partition.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace cpinfer {
+
+namespace {
+
+// Stable argsort of `keys`: restore[i] = the row of the i-th smallest key.
+std::vector<int64_t> stable_argsort(const std::vector<int64_t>& keys) {
+  std::vector<int64_t> idx(keys.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](int64_t a, int64_t b) { return keys[size_t(a)] < keys[size_t(b)]; });
+  return idx;
+}
+
+// Relative (padded) positions rank r holds of a request split in 2P chunks of c:
+// head chunk r then tail chunk 2P-1-r. P 2, c 2: rank 0 -> 0,1,6,7; rank 1 -> 2,3,4,5.
+void local_positions(int64_t P, int64_t r, int64_t c, std::vector<int64_t>* out) {
+  for (int64_t i = 0; i < c; ++i) out->push_back(r * c + i);
+  for (int64_t i = 0; i < c; ++i) out->push_back((2 * P - 1 - r) * c + i);
+}
+
+}  // namespace
+
+PcpPartition partition_pcp(const std::vector<PcpRequest>& reqs, int64_t P, int64_t r) {
+  CPI_CHECK(P >= 1 && r >= 0 && r < P, "PCP rank {} is outside [0, {})", r, P);
+  PcpPartition part;
+  part.pcp = P;
+  part.rank = r;
+  int64_t offset = 0, padded_cursor = 0;
+  std::vector<std::vector<int64_t>> positions_of_rank(static_cast<size_t>(P));  // padded-global, per rank
+  for (const PcpRequest& q : reqs) {
+    CPI_CHECK(q.num_new_tokens >= 1, "a request must add at least one token");
+    part.local_offset.push_back(offset);
+    if (q.is_decode) {
+      CPI_CHECK(q.num_new_tokens == 1, "a decode request adds exactly one token, not {}",
+                q.num_new_tokens);
+      part.padded_len.push_back(1);
+      part.chunk.push_back(0);
+      part.local_count.push_back(1);
+      part.padded_start.push_back(-1);
+      part.local_src.push_back(0);
+      part.local_pos.push_back(0);
+      part.local_is_pad.push_back(0);
+      offset += 1;
+      continue;
+    }
+    const int64_t n = q.num_new_tokens;
+    const int64_t padded = (n + 2 * P - 1) / (2 * P) * (2 * P), c = padded / (2 * P);
+    part.padded_len.push_back(padded);
+    part.chunk.push_back(c);
+    part.local_count.push_back(2 * c);
+    part.padded_start.push_back(padded_cursor);
+    for (int64_t k = 0; k < P; ++k) {
+      std::vector<int64_t> rel;
+      local_positions(P, k, c, &rel);
+      for (int64_t p : rel) positions_of_rank[size_t(k)].push_back(padded_cursor + p);
+      if (k != r) continue;
+      for (int64_t p : rel) {
+        bool pad = p >= n;  // pads are the last `padded - n` positions
+        part.local_src.push_back(pad ? -1 : p);
+        part.local_pos.push_back(p);
+        part.local_is_pad.push_back(pad ? 1 : 0);
+      }
+    }
+    offset += 2 * c;
+    padded_cursor += padded;
+  }
+  // Gathered rows come rank by rank; sorting their padded-global positions gives the
+  // order that puts them back.
+  std::vector<int64_t> keys;
+  for (const auto& v : positions_of_rank) keys.insert(keys.end(), v.begin(), v.end());
+  part.gathered_tokens = int64_t(keys.size());
+  part.restore = stable_argsort(keys);
+  return part;
+}
+
+std::vector<int64_t> restore_index_with_decodes(const std::vector<PcpRequest>& reqs, int64_t P) {
+  std::vector<std::vector<int64_t>> positions_of_rank(static_cast<size_t>(P));
+  int64_t cursor = 0;
+  for (const PcpRequest& q : reqs) {
+    if (q.is_decode) {
+      // P copies, rank k's copy at cursor + k.
+      for (int64_t k = 0; k < P; ++k) positions_of_rank[size_t(k)].push_back(cursor + k);
+      cursor += P;
+      continue;
+    }
+    const int64_t padded = (q.num_new_tokens + 2 * P - 1) / (2 * P) * (2 * P);
+    const int64_t c = padded / (2 * P);
+    for (int64_t k = 0; k < P; ++k) {
+      std::vector<int64_t> rel;
+      local_positions(P, k, c, &rel);
+      for (int64_t p : rel) positions_of_rank[size_t(k)].push_back(cursor + p);
+    }
+    cursor += padded;
+  }
+  std::vector<int64_t> keys;
+  for (const auto& v : positions_of_rank) keys.insert(keys.end(), v.begin(), v.end());
+  return stable_argsort(keys);
+}
+
+}  // namespace cpinfer

@@ -1,0 +1,95 @@
+// The one communicator interface (no other layer includes mpi.h). Collectives over
+// OpenMPI on the world and on the layout's groups; MPI errors become cpinfer::Error
+// naming the operation, the group and the rank.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace cpinfer {
+
+class ParallelLayout;
+
+enum class Group { World, Tp, Pcp, Dcp };
+std::string_view group_name(Group g);
+
+// Per-collective timing, so benchmarks can report time spent communicating.
+struct CommStats {
+  double seconds = 0;
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
+};
+
+class Comm {
+ public:
+  // MPI_Init_thread (SERIALIZED, at least FUNNELED) if not yet initialised, and the world
+  // communicator. A single process started without mpirun is a world of size 1 and never
+  // initialises MPI. MPI_Finalize runs at exit (static destruction).
+  static Comm& world();
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  // Splits the world into the layout's TP / PCP / DCP groups (collective: every rank
+  // calls it with the same spec).
+  void set_layout(const ParallelLayout& layout);
+
+  int rank(Group g = Group::World) const;
+  int size(Group g = Group::World) const;
+  // Global (world) ranks of this rank's group, in group-rank order.
+  const std::vector<int>& members(Group g) const;
+  // True when MPI is initialised (started by mpirun/mpiexec, even as a world of one).
+  bool uses_mpi() const;
+
+  // Groups of size 1 never call MPI: collectives are copies (or nothing). Counts are elements
+  // of `dtype`; every MPI error becomes an Error naming the call, the group and the rank.
+  // Every rank of the group must make the same calls in the same order, one thread at a time
+  // (MPI_THREAD_SERIALIZED). Send and receive buffers must not overlap unless said so.
+
+  // In-place all-reduce (sum). dtype F32, BF16 (summed in f32, rounded once), F64, I32, I64.
+  // Every member gets the same bits (checked by tests/mpi/comm_test.cpp).
+  void all_reduce_sum(void* buf, size_t count, DType dtype, Group g);
+  // recv[size * count] <- every rank's send[count], in group-rank order. send may be this
+  // rank's own chunk of recv (recv + rank * count): then it is gathered in place.
+  void all_gather(const void* send, void* recv, size_t count, DType dtype, Group g);
+  // Variable counts: recv gets counts[r] elements from rank r, at displs[r].
+  void all_gather_v(const void* send, size_t count, void* recv, const std::vector<int>& counts,
+                    const std::vector<int>& displs, DType dtype, Group g);
+  // send[size * count] summed over ranks; rank r keeps chunk r (count elements) in recv.
+  void reduce_scatter_sum(const void* send, void* recv, size_t count, DType dtype, Group g);
+  void broadcast(void* buf, size_t bytes, int root, Group g);
+  void all_to_all(const void* send, void* recv, size_t count, DType dtype, Group g);
+  void all_to_all_v(const void* send, const std::vector<int>& send_counts,
+                    const std::vector<int>& send_displs, void* recv,
+                    const std::vector<int>& recv_counts, const std::vector<int>& recv_displs,
+                    DType dtype, Group g);
+  void barrier(Group g);
+
+  // Ends every rank of the job with a message naming this rank (used on fatal errors):
+  // prints "cpinfer: rank N: <message>" to stderr, then MPI_Abort (exit without MPI).
+  [[noreturn]] void abort_job(const std::string& message, int code = 1);
+  // The same, printing `line` as it is.
+  [[noreturn]] void abort_job_raw(const std::string& line, int code = 1);
+
+  // Totals over every collective, and per group. bytes: the larger of this rank's send and
+  // receive buffers, per call.
+  const CommStats& stats() const { return stats_; }
+  const CommStats& stats(Group g) const { return group_stats_[int(g)]; }
+  void reset_stats() {
+    stats_ = {};
+    for (auto& s : group_stats_) s = {};
+  }
+
+ private:
+  Comm();
+  struct Impl;
+  struct Timed;
+  std::unique_ptr<Impl> impl_;
+  CommStats stats_;
+  CommStats group_stats_[4];
+};
+
+}  // namespace cpinfer

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# `cpinfer bench attention` and `cpinfer bench peak` on small shapes: one JSON line each with
+# the documented fields (seconds, gflops / gbps, ...), --compare's side-by-side rows, every
+# ISA the machine has, and clear errors for bad options.
+set -euo pipefail
+CPINFER=${1:?usage: bench_attention_test.sh path/to/cpinfer}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# check_json FILE FIELD... : the last line of FILE is one JSON object with every FIELD, all
+# numbers positive and finite where numeric.
+check_json() {
+  local file=$1; shift
+  node -e '
+const lines = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n");
+const j = JSON.parse(lines[lines.length - 1]);
+for (const k of process.argv.slice(2)) {
+  if (!(k in j)) {
+    console.error("missing field " + k + " in " + lines[lines.length - 1]); process.exit(1); }
+  if (typeof j[k] === "number" && !(isFinite(j[k]) && j[k] > 0)) {
+    console.error("field " + k + " = " + j[k]); process.exit(1); }
+}' "$file" "$@"
+}
+
+"$CPINFER" bench attention --mode prefill --seq-len 200 --num-q-heads 4 --num-kv-heads 2 \
+  --head-dim 64 --threads 2 --repeats 2 --json >"$TMP/prefill.json" || fail "bench prefill"
+[[ $(wc -l <"$TMP/prefill.json") -eq 1 ]] || fail "prefill printed more than one line"
+check_json "$TMP/prefill.json" seconds gflops seq_len threads isa kernel \
+  || fail "prefill JSON fields"
+
+"$CPINFER" bench attention --mode decode --context-len 3000 --batch 2 --kv-cache-dtype bf16 \
+  --num-q-heads 16 --num-kv-heads 2 --head-dim 128 --threads 2 --repeats 2 --compare \
+  --cold-mib 16 --json \
+  >"$TMP/decode.json" || fail "bench decode --compare"
+check_json "$TMP/decode.json" seconds gbps gflops context_len batch kv_cache_dtype compare \
+  speedup_vs_reference thread_scaling_flash || fail "decode JSON fields"
+node -e '
+const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const kinds = j.compare.map(r => r.kernel + "/" + r.threads).sort().join(",");
+if (kinds !== "flash/1,flash/2,reference/1,reference/2") {
+  console.error("compare rows " + kinds); process.exit(1); }
+if (j.kv_cache_dtype !== "bf16") { console.error("dtype " + j.kv_cache_dtype); process.exit(1); }
+' "$TMP/decode.json" || fail "decode --compare rows"
+
+# Every ISA this CPU supports runs (CPINFER_ISA forces one); the kernel field says which.
+for isa in generic avx2 avx512; do
+  if CPINFER_ISA=$isa "$CPINFER" bench attention --mode decode --context-len 500 --repeats 1 \
+       --cold-mib 4 --json >"$TMP/isa.json" 2>"$TMP/isa.err"; then
+    grep -q "\"isa\":\"$isa\"" "$TMP/isa.json" || fail "CPINFER_ISA=$isa not honoured"
+  else
+    grep -q "not supported" "$TMP/isa.err" || fail "CPINFER_ISA=$isa failed: $(cat "$TMP/isa.err")"
+  fi
+done
+
+"$CPINFER" bench peak --json --seconds 0.05 --repeats 1 --read-mib 64 --threads 2 \
+  >"$TMP/peak.json" || fail "bench peak"
+check_json "$TMP/peak.json" fma_gflops_per_thread read_gbps_per_thread read_gbps_all_threads \
+  threads isa || fail "peak JSON fields"
+
+# Errors name the bad value.
+if "$CPINFER" bench attention --mode sideways 2>"$TMP/err.txt"; then fail "bad --mode accepted"; fi
+grep -q "sideways" "$TMP/err.txt" || fail "bad --mode error: $(cat "$TMP/err.txt")"
+if "$CPINFER" bench attention --num-q-heads 6 --num-kv-heads 4 2>"$TMP/err.txt"; then
+  fail "bad head counts accepted"
+fi
+grep -q "multiple" "$TMP/err.txt" || fail "head count error: $(cat "$TMP/err.txt")"
+if "$CPINFER" bench attention --kv-cache-dtype f16 2>"$TMP/err.txt"; then fail "f16 accepted"; fi
+grep -q "f16" "$TMP/err.txt" || fail "dtype error: $(cat "$TMP/err.txt")"
+echo OK

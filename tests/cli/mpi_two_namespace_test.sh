@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# A two-"host" MPI job on one machine: two network namespaces joined by a veth pair
+# (10.213.0.1 <-> 10.213.0.2, addresses that exist only inside the namespaces), mpirun in the
+# first one, and no sshd: OpenMPI's rsh launcher is pointed (plm_rsh_agent) at a small script
+# that runs the remote daemon with `ip netns exec`. Checks that the ranks really sit in
+# different namespaces, runs comm_test across them over TCP (2 ranks, one per host, and 4
+# ranks, TP inside a host and PCP across), and measures a 1 MB all-gather between the hosts.
+# Needs `ip` (iproute2) and CAP_SYS_ADMIN; otherwise prints "SKIPPED: <reason>" and exits 0.
+set -euo pipefail
+BIN_DIR=${CPINFER_BINARY_DIR:?}
+COMM_TEST=$BIN_DIR/tests/comm_test
+BENCH=$BIN_DIR/bench/comm_bench
+skip() { echo "SKIPPED: $*"; exit 0; }
+fail() { echo "FAIL: $*" >&2; [[ -f ${TMP:-}/out ]] && sed 's/^/  | /' "$TMP/out" >&2; exit 1; }
+
+[[ -x "$COMM_TEST" ]] || fail "$COMM_TEST is not built"
+command -v mpirun >/dev/null || fail "mpirun not found (apt-get install openmpi-bin)"
+command -v ip >/dev/null || skip "the ip command is missing (apt-get install iproute2)"
+if [[ $(id -u) -eq 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+
+NS_A=cpi$$a NS_B=cpi$$b VETH_A=cpv$$a VETH_B=cpv$$b
+IP_A=10.213.0.1 IP_B=10.213.0.2 SUBNET=10.213.0.0/24
+TMP=$(mktemp -d)
+cleanup() {
+  local ns pid
+  for ns in "$NS_A" "$NS_B"; do
+    # Leftover processes of this test (a failed run's daemons) would keep the namespace busy.
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  ip link del "$VETH_A" 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ip netns add "$NS_A" 2>"$TMP/err" \
+  || skip "cannot create network namespaces: $(head -c 200 "$TMP/err")"
+ip netns add "$NS_B"
+ip link add "$VETH_A" type veth peer name "$VETH_B" 2>"$TMP/err" \
+  || skip "cannot create a veth pair: $(head -c 200 "$TMP/err")"
+ip link set "$VETH_A" netns "$NS_A"
+ip link set "$VETH_B" netns "$NS_B"
+ip -n "$NS_A" addr add "$IP_A/24" dev "$VETH_A"
+ip -n "$NS_B" addr add "$IP_B/24" dev "$VETH_B"
+for ns in "$NS_A" "$NS_B"; do ip -n "$ns" link set lo up; done
+ip -n "$NS_A" link set "$VETH_A" up
+ip -n "$NS_B" link set "$VETH_B" up
+
+# The "remote shell": mpirun calls `agent <host> <command...>` to start its daemon there.
+cat >"$TMP/agent.sh" <<AGENT
+#!/bin/sh
+host=\$1; shift
+case "\$host" in
+  $IP_A) ns=$NS_A ;;
+  $IP_B) ns=$NS_B ;;
+  *) echo "agent: unknown host \$host" >&2; exit 1 ;;
+esac
+exec ip netns exec "\$ns" /bin/sh -c "\$*"
+AGENT
+chmod +x "$TMP/agent.sh"
+printf '%s slots=2\n%s slots=2\n' "$IP_A" "$IP_B" >"$TMP/hosts"
+
+# TCP only, on the veth subnet, for both MPI traffic (btl) and the daemons' wire-up (oob).
+MPIRUN=(ip netns exec "$NS_A" mpirun --hostfile "$TMP/hosts" --bind-to none
+        --mca plm_rsh_agent "$TMP/agent.sh"
+        --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET"
+        --mca mpi_yield_when_idle 1)
+
+# 1. The two ranks run in the two namespaces.
+timeout 60 "${MPIRUN[@]}" -np 2 --map-by node \
+  sh -c 'echo "$OMPI_COMM_WORLD_RANK $(readlink /proc/self/ns/net)"' >"$TMP/out" 2>&1 \
+  || fail "mpirun across the namespaces"
+want_a=$(ip netns exec "$NS_A" readlink /proc/self/ns/net)
+want_b=$(ip netns exec "$NS_B" readlink /proc/self/ns/net)
+grep -qxF "0 $want_a" "$TMP/out" || fail "rank 0 is not in $NS_A"
+grep -qxF "1 $want_b" "$TMP/out" || fail "rank 1 is not in $NS_B"
+echo "ok   rank 0 in $NS_A ($IP_A), rank 1 in $NS_B ($IP_B)"
+# --map-by slot fills a host first: ranks 0,1 on A, 2,3 on B, so TP groups (consecutive
+# ranks) stay inside a host and PCP groups cross: the layout to use across machines.
+timeout 60 "${MPIRUN[@]}" -np 4 --map-by slot \
+  sh -c 'echo "$OMPI_COMM_WORLD_RANK $(readlink /proc/self/ns/net)"' >"$TMP/out" 2>&1 \
+  || fail "mpirun -np 4 across the namespaces"
+for r in 0 1; do grep -qxF "$r $want_a" "$TMP/out" || fail "rank $r is not in $NS_A"; done
+for r in 2 3; do grep -qxF "$r $want_b" "$TMP/out" || fail "rank $r is not in $NS_B"; done
+echo "ok   -np 4 --map-by slot: ranks 0,1 in $NS_A, ranks 2,3 in $NS_B"
+
+# 2. Every collective across the hosts.
+timeout 120 "${MPIRUN[@]}" -np 2 --map-by node "$COMM_TEST" --gtest_color=no --tp 2 --dcp 2 \
+  >"$TMP/out" 2>&1 || fail "comm_test, 2 ranks on 2 hosts"
+grep -q PASSED "$TMP/out" || fail "comm_test, 2 ranks: no PASSED line"
+echo "ok   comm_test -np 2 (tp 2, dcp 2) across the namespaces"
+timeout 120 "${MPIRUN[@]}" -np 4 --map-by slot "$COMM_TEST" --gtest_color=no \
+  --tp 2 --pcp 2 --dcp 2 >"$TMP/out" 2>&1 || fail "comm_test, 4 ranks on 2 hosts"
+grep -q PASSED "$TMP/out" || fail "comm_test, 4 ranks: no PASSED line"
+echo "ok   comm_test -np 4 (tp 2 per host, pcp 2 across) across the namespaces"
+
+# 3. 1 MB all-gather between the hosts (each rank contributes 1 MiB).
+if [[ -x "$BENCH" ]]; then
+  timeout 120 "${MPIRUN[@]}" -np 2 --map-by node "$BENCH" --bytes 1048576 --ops all_gather \
+    --reps 21 >"$TMP/out" 2>&1 || fail "comm_bench across the namespaces"
+  median=$(awk -F'|' '/^\| all_gather/ { gsub(/ /, "", $6); print $6 }' "$TMP/out")
+  [[ -n $median ]] || fail "no all_gather line from comm_bench"
+  echo "two-namespace 1 MiB all-gather (2 ranks over veth/TCP): median $median us"
+else
+  echo "note: $BENCH not built; no all-gather timing"
+fi
+echo "mpi_two_namespace_test: all passed"
