@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "core/log.h"
 #include "core/stats.h"
 #include "core/thread_pool.h"
@@ -134,6 +135,7 @@ int run_latency(const LatencyArgs& a) {
   // What this rank would hold with the same TP but no context parallelism (W = 1).
   j["kv_bytes_without_cp"] = cached * runner.kv_bytes_per_local_token();
   j["kv_cache_dtype"] = a.kv_dtype;
+  j["peak_rss_bytes"] = peak_rss_bytes();  // rank 0's
   if (a.json) std::printf("%s\n", j.dump().c_str());
   else std::printf("%s\n", j.dump(2).c_str());
   return 0;

@@ -10,6 +10,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
@@ -84,6 +85,7 @@ void print_outputs(const GenerateArgs& a, const Tokenizer& tok, const GenerateRe
   j["decode_tokens_per_s"] = res.decode_tokens_per_s();
   j["prefill_tokens_per_s"] = res.ttft_s > 0 ? double(req.prompt.size()) / res.ttft_s : 0.0;
   j["load_s"] = runner.load_seconds();
+  j["peak_rss_bytes"] = peak_rss_bytes();  // rank 0's
   j["threads_per_rank"] = threads;
   j["layout"] = {{"tp", a.layout.tp}, {"pcp", a.layout.pcp}, {"dcp", a.layout.dcp},
                  {"interleave", a.layout.interleave}, {"block_size", a.layout.page_size}};

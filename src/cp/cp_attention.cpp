@@ -33,9 +33,58 @@ CpAttention::CpAttention(Comm& comm, const CpRanks& ranks, int64_t hq, int64_t h
             hkv);
 }
 
+void CpAttention::plan(const CpStep& step, const KvCache& cache, ThreadPool& pool) {
+  const int64_t KD = hkv_ * D_, QD = hq_ * D_, T = step.num_tokens(), N = step.prefill_buf_rows;
+  const int64_t Td = int64_t(step.decode_rows.size()), G = int64_t(step.gather_rows.size());
+  const int64_t dcp = ranks_.dcp, P = ranks_.pcp, GH = dcp * hq_;
+  planned_ = &step;
+  kbuf_.resize(size_t(N * KD));
+  vbuf_.resize(size_t(N * KD));
+  send_.resize(size_t(G * 2 * KD));
+  gathered_.resize(size_t(std::max(P * G * 2 * KD, dcp * Td * QD)));
+  lse_.resize(size_t(T * hq_));
+  qd_.resize(size_t(Td * QD));
+  qg_.resize(size_t(Td * GH * D_));
+  od_.resize(size_t(Td * GH * D_));
+  lsed_.resize(size_t(Td * GH));
+  lse_all_.resize(size_t(dcp * Td * GH));
+  scaled_.resize(size_t(dcp * Td * QD));
+  mine_.resize(size_t(Td * QD));
+  s_star_.resize(size_t(Td * hq_));
+  s_all_.resize(size_t(P * Td * hq_));
+  weights_.resize(size_t(std::max(dcp, P)));
+  if (!step.pf_kv_rows.empty()) {
+    // The contiguous K/V as a paged cache of page size 1: the "page table" lists buffer rows,
+    // so a head chunk and a tail chunk can both point at their request's prefix.
+    AttentionBatch b;
+    b.num_seqs = int64_t(step.pf_kv_lens.size());
+    b.q_indptr = step.pf_q_indptr.data();
+    b.kv_lens = step.pf_kv_lens.data();
+    b.page_indptr = step.pf_kv_indptr.data();
+    b.page_indices = step.pf_kv_rows.data();
+    b.causal = true;
+    PagedKv shape{nullptr, nullptr, DType::F32, 1, hkv_, D_};
+    prefill_plan_ = plan_attention(paged_problem(b, hq_, shape, pool.size()));
+    prefill_ws_.reserve(prefill_plan_);
+  }
+  if (Td > 0) {
+    // Each decode query sees every token of this rank's shard (non-causal).
+    AttentionBatch b;
+    b.num_seqs = Td;
+    b.q_indptr = step.decode_q_indptr.data();
+    b.kv_lens = step.decode_kv_lens.data();
+    b.page_indptr = step.decode_page_indptr.data();
+    b.page_indices = step.decode_pages.data();
+    b.causal = false;
+    decode_plan_ = plan_attention(paged_problem(b, GH, cache.layer(0), pool.size()));
+    decode_ws_.reserve(decode_plan_);
+  }
+}
+
 void CpAttention::run(const CpStep& step, int64_t layer, KvCache& cache, const float* q,
                       const float* k, const float* v, int64_t ld, float sm_scale, float* o,
                       ThreadPool& pool) {
+  CPI_ASSERT(planned_ == &step);
   // A step of decodes only has no prefill work (no gather, no contiguous K/V).
   if (!step.pf_kv_rows.empty())
     prefill_attention(step, layer, cache, q, k, v, ld, sm_scale, o, pool);
@@ -47,19 +96,15 @@ void CpAttention::prefill_attention(const CpStep& step, int64_t layer, KvCache& 
                                     const float* q, const float* k, const float* v, int64_t ld,
                                     float sm_scale, float* o, ThreadPool& pool) {
   const int64_t KD = hkv_ * D_, T = step.num_tokens(), N = step.prefill_buf_rows;
-  kbuf_.resize(size_t(N * KD));
-  vbuf_.resize(size_t(N * KD));
   if (ranks_.pcp > 1) {
     // Pack each gathered row as [k | v] so one all-gather moves both, then restore:
     // buffer row i = gathered row restore[i] (padded global order).
     const int64_t G = int64_t(step.gather_rows.size());
-    send_.resize(size_t(G * 2 * KD));
     for (int64_t i = 0; i < G; ++i) {
       int64_t row = step.gather_rows[size_t(i)];
       std::memcpy(&send_[size_t(i * 2 * KD)], k + row * ld, size_t(KD) * 4);
       std::memcpy(&send_[size_t(i * 2 * KD + KD)], v + row * ld, size_t(KD) * 4);
     }
-    gathered_.resize(size_t(ranks_.pcp * G * 2 * KD));
     comm_.all_gather(send_.data(), gathered_.data(), size_t(G * 2 * KD), DType::F32, Group::Pcp);
     CPI_ASSERT(int64_t(step.restore.size()) == N);
     for (int64_t i = 0; i < N; ++i) {
@@ -75,18 +120,10 @@ void CpAttention::prefill_attention(const CpStep& step, int64_t layer, KvCache& 
   }
   // Each rank caches only the real tokens it owns (slot -1 skips the rest).
   cache.append(layer, kbuf_.data(), vbuf_.data(), KD, step.prefill_buf_slots.data(), N);
-  // Causal attention over the contiguous buffer: a page size of 1 makes the "page table"
-  // a list of buffer rows, so head and tail chunks can point at their prefixes.
+  // Causal attention over the contiguous buffer (planned with page size 1, see plan()).
+  CPI_ASSERT(int64_t(lse_.size()) == T * hq_);
   PagedKv kv{kbuf_.data(), vbuf_.data(), DType::F32, 1, hkv_, D_};
-  AttentionBatch b;
-  b.num_seqs = int64_t(step.pf_kv_lens.size());
-  b.q_indptr = step.pf_q_indptr.data();
-  b.kv_lens = step.pf_kv_lens.data();
-  b.page_indptr = step.pf_kv_indptr.data();
-  b.page_indices = step.pf_kv_rows.data();
-  b.causal = true;
-  lse_.resize(size_t(T * hq_));
-  paged_attention(q, ld, hq_, kv, b, sm_scale, o, hq_ * D_, lse_.data(), pool);
+  run_attention(prefill_plan_, q, ld, kv, sm_scale, o, hq_ * D_, lse_.data(), prefill_ws_, pool);
 }
 
 void CpAttention::decode_attention(const CpStep& step, int64_t layer, KvCache& cache,
@@ -100,45 +137,29 @@ void CpAttention::decode_attention(const CpStep& step, int64_t layer, KvCache& c
     cache.append(layer, k + row * ld, v + row * ld, KD, &step.decode_slots[size_t(i)], 1);
   }
   // 1. DCP Q all-gather: [dcp][Td][QD] -> per token [dcp * hq heads][D] (DCP-rank order).
-  qd_.resize(size_t(Td * QD));
   for (int64_t i = 0; i < Td; ++i)
     std::memcpy(&qd_[size_t(i * QD)], q + step.decode_rows[size_t(i)] * ld, size_t(QD) * 4);
   const int64_t GH = dcp * hq_;  // gathered heads
-  qg_.resize(size_t(Td * GH * D_));
   if (dcp > 1) {
-    gathered_.resize(size_t(dcp * Td * QD));
     comm_.all_gather(qd_.data(), gathered_.data(), size_t(Td * QD), DType::F32, Group::Dcp);
     for (int64_t n = 0; n < dcp; ++n)
       for (int64_t i = 0; i < Td; ++i)
         std::memcpy(&qg_[size_t((i * dcp + n) * QD)], &gathered_[size_t((n * Td + i) * QD)],
                     size_t(QD) * 4);
   } else {
-    qg_ = qd_;
+    std::copy(qd_.begin(), qd_.end(), qg_.begin());
   }
   // 2. Partial attention over this rank's shard (non-causal: every local token is in the
   //    past of the query, the current one included when this rank owns it).
-  AttentionBatch b;
-  b.num_seqs = Td;
-  b.q_indptr = step.decode_q_indptr.data();
-  b.kv_lens = step.decode_kv_lens.data();
-  b.page_indptr = step.decode_page_indptr.data();
-  b.page_indices = step.decode_pages.data();
-  b.causal = false;
-  od_.resize(size_t(Td * GH * D_));
-  lsed_.resize(size_t(Td * GH));
-  paged_attention(qg_.data(), GH * D_, GH, cache.layer(layer), b, sm_scale, od_.data(), GH * D_,
-                  lsed_.data(), pool);
+  run_attention(decode_plan_, qg_.data(), GH * D_, cache.layer(layer), sm_scale, od_.data(),
+                GH * D_, lsed_.data(), decode_ws_, pool);
   // 3. DCP combine: all-gather the LSEs, rescale by 2^(s_n - s*), reduce-scatter the heads
   //    back to their owners. mine_: [Td][QD] this rank's heads, s_star_: [Td][hq].
-  mine_.resize(size_t(Td * QD));
-  s_star_.resize(size_t(Td * hq_));
   std::vector<float>& w = weights_;
-  w.resize(size_t(std::max(dcp, P)));
   if (dcp > 1) {
-    lse_all_.resize(size_t(dcp * Td * GH));
     comm_.all_gather(lsed_.data(), lse_all_.data(), size_t(Td * GH), DType::F32, Group::Dcp);
     const int64_t me = ranks_.dcp_rank;
-    scaled_.resize(size_t(dcp * Td * QD));  // [owner dcp rank][Td][QD] for reduce-scatter
+    // scaled_: [owner dcp rank][Td][QD], the layout reduce-scatter splits by rank.
     for (int64_t i = 0; i < Td; ++i)
       for (int64_t h = 0; h < GH; ++h) {
         float s_star = lse_combine_weights(&lse_all_[size_t(i * GH + h)], dcp, Td * GH, w.data());
@@ -151,12 +172,11 @@ void CpAttention::decode_attention(const CpStep& step, int64_t layer, KvCache& c
       }
     comm_.reduce_scatter_sum(scaled_.data(), mine_.data(), size_t(Td * QD), DType::F32, Group::Dcp);
   } else {
-    mine_ = od_;
-    s_star_ = lsed_;
+    std::copy(od_.begin(), od_.end(), mine_.begin());
+    std::copy(lsed_.begin(), lsed_.end(), s_star_.begin());
   }
   // 4. PCP combine: all-gather s*, rescale, all-reduce; every PCP rank ends identical.
   if (P > 1) {
-    s_all_.resize(size_t(P * Td * hq_));
     comm_.all_gather(s_star_.data(), s_all_.data(), size_t(Td * hq_), DType::F32, Group::Pcp);
     const int64_t me = ranks_.pcp_rank;
     for (int64_t i = 0; i < Td; ++i)

@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "cp/cp_step.h"
 #include "dist/comm.h"
+#include "kernels/attention.h"
 
 namespace cpinfer {
 
@@ -17,8 +18,13 @@ class CpAttention {
   // hq, hkv: this rank's (TP-local) q and KV heads; D: head_dim.
   CpAttention(Comm& comm, const CpRanks& ranks, int64_t hq, int64_t hkv, int64_t head_dim);
 
-  // q, k, v: [T, heads * D] rows of the local tokens after RoPE, row stride ld (views
-  // into one fused qkv buffer). o: [T, hq * D] (row stride hq * D).
+  // Once per step, before layer 0: sizes every workspace and plans both attention calls
+  // (causal over the contiguous K/V, sharded decode over the cache), so run() allocates
+  // nothing and builds no index.
+  void plan(const CpStep& step, const KvCache& cache, ThreadPool& pool);
+
+  // Per layer, after plan(step): q, k, v: [T, heads * D] rows of the local tokens after
+  // RoPE, row stride ld (views into one fused qkv buffer). o: [T, hq * D] (stride hq * D).
   void run(const CpStep& step, int64_t layer, KvCache& cache, const float* q, const float* k,
            const float* v, int64_t ld, float sm_scale, float* o, ThreadPool& pool);
 
@@ -31,6 +37,9 @@ class CpAttention {
                         ThreadPool& pool);
 
   Comm& comm_;
+  const CpStep* planned_ = nullptr;
+  AttentionPlan prefill_plan_, decode_plan_;
+  AttentionWorkspace prefill_ws_, decode_ws_;
   CpRanks ranks_;
   int64_t hq_, hkv_, D_;
   // Workspaces (grow to the largest step; reused by every layer).

@@ -73,11 +73,12 @@ void Decoder::forward(const ForwardBatch& b, float* logits) {
   ab.causal = true;
   const float sm_scale = float(1.0 / std::sqrt(double(D)));
   // The attention plan (tasks, split-KV chunks, workspace) once per step; layers only run it.
-  if (!cp) {
+  if (cp) {
+    cp_attention_->plan(*cp, cache_, pool_);
+  } else {
     attn_plan_ = plan_attention(paged_problem(ab, Hq, cache_.layer(0), pool_.size()));
     attn_ws_.reserve(attn_plan_);
   }
-
   float* x = x_.data();    // residual stream [T, H]
   float* h = h_.data();    // normed input of a sub-layer [T, H]
   float* qkv = qkv_.data();  // [T, q | k | v]

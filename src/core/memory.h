@@ -1,0 +1,10 @@
+// Process memory figures for reports.
+#pragma once
+#include <cstdint>
+
+namespace cpinfer {
+
+// Peak resident set size of this process so far, in bytes (getrusage ru_maxrss).
+int64_t peak_rss_bytes();
+
+}  // namespace cpinfer
