@@ -32,7 +32,6 @@ struct Kernels {
   int nc_strips;  // strips per packed W panel (the panel is nc_strips * nr rows x a K block)
 };
 
-
 // Which kernel linear() runs: chosen by shape (Auto), or forced, for tests that must cover
 // both paths at every M. Process-wide; tests set it and restore Auto.
 enum class Path { Auto, Gemv, Gemm };

@@ -406,11 +406,12 @@ TEST(Attention, RunIsDeterministicAndAllocatesNothing) {
     AttentionWorkspace ws;
     ws.reserve(plan);
     Out a = alloc_out(x), b = alloc_out(x);
+    ThreadPool& pool2 = pool_of(2);  // made (allocated) before counting, when run alone
     const int64_t before = g_news.load();
     run_attention(plan, x.q.data(), x.ldq, x.cache->layer(0), x.scale(), a.o.data(), x.ldo,
-                  a.lse.data(), ws, pool_of(2));
+                  a.lse.data(), ws, pool2);
     run_attention(plan, x.q.data(), x.ldq, x.cache->layer(0), x.scale(), b.o.data(), x.ldo,
-                  b.lse.data(), ws, pool_of(2));
+                  b.lse.data(), ws, pool2);
     EXPECT_EQ(g_news.load(), before) << "run_attention allocated";
     EXPECT_EQ(0, std::memcmp(a.o.data(), b.o.data(), a.o.size() * 4));
     EXPECT_EQ(0, std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * 4));
