@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stats.h"
 #include "attention/kv_cache.h"
 #include "attention/page_pool.h"
 #include "cli/commands.h"
@@ -48,11 +49,6 @@ double now_s() {
       .count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // One benchmark problem: the cache (num_layers copies of the same shape), page tables, q.
 struct Setup {

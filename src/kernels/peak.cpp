@@ -1,3 +1,4 @@
+#include "core/stats.h"
 #include "kernels/peak.h"
 
 #include <algorithm>
@@ -44,11 +45,6 @@ peak_impl::ReadFn read_for(Isa isa) {
   }
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
 
 struct AlignedBuffer {
   explicit AlignedBuffer(int64_t bytes)
