@@ -24,6 +24,7 @@ CpRanks cp_ranks_of(const ParallelLayout* layout) {
 // Pages this rank needs for max_cache_tokens tokens: its share under CP (rank 0's share is
 // the largest: up to one interleave unit more than L / W).
 int64_t pool_pages(const RunnerOptions& o, const CpRanks& r) {
+  if (o.num_pages > 0) return o.num_pages;
   KvOwnership own{r.world(), r.interleave};
   return pages_needed(own.local_len(o.max_cache_tokens, 0), o.page_size);
 }

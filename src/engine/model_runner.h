@@ -22,6 +22,7 @@ struct RunnerOptions {
   DType kv_dtype = DType::F32;      // KV-cache storage
   int64_t max_cache_tokens = 4096;  // KV capacity in tokens of sequence (all sequences
                                     // together); under CP each rank holds its share
+  int64_t num_pages = 0;            // > 0: each rank's pool size in pages (overrides the above)
 };
 
 class ModelRunner {

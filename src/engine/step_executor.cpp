@@ -44,12 +44,39 @@ const std::vector<float>& StepExecutor::run(const StepPlan& plan) {
   return out;
 }
 
+std::vector<int64_t> StepExecutor::audit() {
+  CPI_ASSERT(rank_ == 0);
+  CPI_CHECK(!shut_down_, "the executor was shut down");
+  StepPlan p;
+  p.kind = StepPlan::Kind::Audit;
+  in_step_ = true;
+  broadcast(p);
+  std::vector<int64_t> out = gather_free_pages();
+  in_step_ = false;
+  return out;
+}
+
+std::vector<int64_t> StepExecutor::gather_free_pages() {
+  const int64_t mine[2] = {runner_.cp_ranks().rank(), runner_.page_pool().num_free()};
+  std::vector<int64_t> all(size_t(2 * world_));
+  if (world_ == 1) {
+    all.assign(mine, mine + 2);
+  } else {
+    comm_->all_gather(mine, all.data(), 2, DType::I64, Group::World);
+  }
+  return all;
+}
+
 void StepExecutor::worker_loop() {
   CPI_ASSERT(rank_ != 0);
   for (;;) {
     broadcast(StepPlan{});
     StepPlan plan = StepPlan::deserialize(buffer_);
     if (plan.kind == StepPlan::Kind::Shutdown) return;
+    if (plan.kind == StepPlan::Kind::Audit) {
+      gather_free_pages();
+      continue;
+    }
     execute(plan);
   }
 }

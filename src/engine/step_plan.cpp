@@ -40,7 +40,7 @@ StepPlan StepPlan::deserialize(const std::vector<uint8_t>& in) {
   get(in, pos, &k, 1);
   get(in, pos, &ns, 1);
   get(in, pos, &nt, 1);
-  CPI_CHECK(k >= 0 && k <= 2 && ns >= 0 && nt >= 0 && ns <= int64_t(in.size()) &&
+  CPI_CHECK(k >= 0 && k <= 3 && ns >= 0 && nt >= 0 && ns <= int64_t(in.size()) &&
                 nt <= int64_t(in.size()),
             "step plan header is corrupt");
   p.kind = Kind(k);

@@ -11,6 +11,7 @@ struct StepPlan {
     Forward = 0,   // run the listed sequences' new tokens through the model
     Release = 1,   // return the listed sequences' pages to the pool
     Shutdown = 2,  // workers leave their loop
+    Audit = 3,     // every rank reports its free KV pages to rank 0 (StepExecutor::audit)
   };
   struct Seq {
     int64_t id = 0;          // the engine's request id

@@ -1,0 +1,89 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace cpinfer {
+
+Scheduler::Scheduler(const SchedulerConfig& cfg, BlockManager& blocks)
+    : cfg_(cfg), blocks_(blocks) {
+  CPI_CHECK(cfg.max_num_seqs >= 1, "--max-num-seqs {} must be >= 1", cfg.max_num_seqs);
+  CPI_CHECK(cfg.max_num_batched_tokens >= 1, "--max-num-batched-tokens {} must be >= 1",
+            cfg.max_num_batched_tokens);
+}
+
+void Scheduler::add(SchedSeq* seq) {
+  CPI_CHECK(!seq->tokens.empty(), "request {} has no tokens", seq->id);
+  seq->num_computed = 0;
+  waiting_.push_back(seq);
+}
+
+bool Scheduler::remove(SchedSeq* seq) {
+  auto r = std::find(running_.begin(), running_.end(), seq);
+  if (r != running_.end()) running_.erase(r);
+  auto w = std::find(waiting_.begin(), waiting_.end(), seq);
+  if (w != waiting_.end()) waiting_.erase(w);
+  return blocks_.release(seq->id);
+}
+
+void Scheduler::preempt_newest(StepSchedule* out) {
+  SchedSeq* victim = running_.back();
+  running_.pop_back();
+  blocks_.release(victim->id);
+  victim->num_computed = 0;  // recompute: prompt + generated tokens form its next prefill
+  ++victim->num_preemptions;
+  ++num_preemptions_;
+  waiting_.push_front(victim);  // older victims are pushed later, so they end up first
+  out->preempted.push_back(victim->id);
+}
+
+StepSchedule Scheduler::schedule() {
+  StepSchedule out;
+  int64_t budget = cfg_.max_num_batched_tokens;
+  // 1. Running requests, oldest first: one decode token each, or the next prompt chunk.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    SchedSeq* s = running_[i];
+    const int64_t remaining = int64_t(s->tokens.size()) - s->num_computed;
+    CPI_ASSERT(remaining >= 1);
+    const int64_t n = std::min(remaining, budget);
+    if (n < remaining && !cfg_.chunked_prefill) {
+      ++i;  // a whole prompt must wait for a step with room for it
+      continue;
+    }
+    bool self_preempted = false;
+    while (!blocks_.can_grow(s->id, s->num_computed + n)) {
+      self_preempted = running_.back() == s;
+      preempt_newest(&out);
+      if (self_preempted) break;
+    }
+    if (self_preempted) break;  // everything after s was preempted too
+    blocks_.grow(s->id, s->num_computed + n);
+    out.seqs.push_back({s, s->num_computed, n});
+    out.num_tokens += n;
+    budget -= n;
+    ++i;
+  }
+  // 2. Waiting requests in order, unless this step had to preempt (pages are short).
+  while (out.preempted.empty() && !waiting_.empty() && budget > 0 &&
+         int64_t(running_.size()) < cfg_.max_num_seqs) {
+    SchedSeq* s = waiting_.front();
+    const int64_t remaining = int64_t(s->tokens.size());
+    const int64_t n = std::min(remaining, budget);
+    if (n < remaining && !cfg_.chunked_prefill) break;
+    if (!blocks_.can_grow(s->id, n)) break;
+    blocks_.grow(s->id, n);
+    waiting_.pop_front();
+    running_.push_back(s);
+    out.seqs.push_back({s, 0, n});
+    out.num_tokens += n;
+    budget -= n;
+  }
+  return out;
+}
+
+void Scheduler::commit(const StepSchedule& s) {
+  for (const ScheduledSeq& q : s.seqs) q.seq->num_computed += q.num_tokens;
+}
+
+}  // namespace cpinfer

@@ -1,0 +1,74 @@
+// Continuous-batching scheduler (rank 0 only), in the style of vLLM v1: every step gets a
+// token budget; running requests go first (decodes, and prompt chunks of requests already
+// admitted), then waiting requests are admitted in arrival order while the budget, the
+// sequence limit and every rank's KV pages allow. When a running request's next tokens
+// need a page that some rank does not have, the newest running request is preempted: its pages are returned and it goes back to the front of the queue, to be
+// recomputed from its prompt plus what it has generated.
+//
+// Example, budget 8, chunked prefill on, running A (decoding), waiting B (prompt 10):
+// step 1 schedules A:1, B:7 (chunk of B's first 7 tokens); step 2 A:1, B:3 (B's last
+// chunk: its logits give B's first token); step 3 A:1, B:1.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/block_manager.h"
+
+namespace cpinfer {
+
+struct SchedulerConfig {
+  int64_t max_num_seqs = 256;            // --max-num-seqs
+  int64_t max_num_batched_tokens = 2048; // --max-num-batched-tokens
+  bool chunked_prefill = true;           // a prompt may span steps (needs pcp * dcp == 1)
+};
+
+// The scheduler's view of one request.
+struct SchedSeq {
+  int64_t id = 0;
+  std::vector<int32_t> tokens;  // the prompt, then every generated token
+  int64_t num_computed = 0;     // leading tokens whose K/V are cached on the ranks
+  int64_t num_preemptions = 0;
+};
+
+struct ScheduledSeq {
+  SchedSeq* seq = nullptr;
+  int64_t begin = 0;       // first new token: seq->tokens[begin, begin + num_tokens)
+  int64_t num_tokens = 0;
+};
+
+struct StepSchedule {
+  std::vector<ScheduledSeq> seqs;   // running first, then newly admitted
+  std::vector<int64_t> preempted;   // their pages must be released on every rank first
+  int64_t num_tokens = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& cfg, BlockManager& blocks);
+  const SchedulerConfig& config() const { return cfg_; }
+
+  void add(SchedSeq* seq);  // joins the back of the waiting queue
+  // Drops a request (finished, cancelled or failed) and returns its pages to the block
+  // manager. True if it held pages: the ranks must release it too.
+  bool remove(SchedSeq* seq);
+  // Plans the next step and reserves its pages in the block manager.
+  StepSchedule schedule();
+  // After the step ran: advances num_computed of the scheduled sequences.
+  static void commit(const StepSchedule& s);
+
+  size_t num_running() const { return running_.size(); }
+  size_t num_waiting() const { return waiting_.size(); }
+  bool empty() const { return running_.empty() && waiting_.empty(); }
+  int64_t num_preemptions() const { return num_preemptions_; }
+
+ private:
+  void preempt_newest(StepSchedule* out);
+  SchedulerConfig cfg_;
+  BlockManager& blocks_;
+  std::vector<SchedSeq*> running_;  // in admission order (the back is the newest)
+  std::deque<SchedSeq*> waiting_;
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace cpinfer

@@ -1,0 +1,235 @@
+// The serving engine in-process on one rank: many requests batched together (continuous
+// batching, chunked prefill, preemption under a small KV pool) give exactly the tokens each
+// request gets alone through generate(), cancellation and stop conditions end requests,
+// and every page returns to the pool.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "core/error.h"
+#include "engine/engine.h"
+#include "engine/generate.h"
+#include "support/test_models.h"
+
+namespace cpinfer {
+namespace {
+
+const std::string& model_dir() {
+  static std::string dir = testing::test_model("tiny", 2, DType::F32);
+  return dir;
+}
+const Tokenizer& tokenizer() {
+  static Tokenizer t = Tokenizer::from_file(model_dir() + "/tokenizer.json");
+  return t;
+}
+
+// The reference: one request alone through generate() on its own runner.
+std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_tokens) {
+  RunnerOptions ro;
+  ro.max_cache_tokens = int64_t(prompt.size()) + max_tokens;
+  ModelRunner runner(model_dir(), ro, global_pool());
+  StepExecutor exec(runner, nullptr);
+  GenerateRequest req;
+  req.prompt = prompt;
+  req.max_tokens = max_tokens;
+  req.ignore_eos = true;
+  return generate(exec, req, global_pool()).tokens;
+}
+
+std::vector<int32_t> prompt_of(int64_t n, int32_t salt) {
+  std::vector<int32_t> p;
+  for (int64_t i = 0; i < n; ++i) p.push_back(int32_t(1000 + (i * 7919 + salt * 104729) % 30000));
+  return p;
+}
+
+// An engine serving on a background thread.
+struct Served {
+  ModelRunner runner;
+  StepExecutor exec;
+  Engine engine;
+  std::thread loop;
+  Served(int64_t num_pages, int64_t page_size, SchedulerConfig sc, int64_t max_model_len = 512)
+      : runner(model_dir(), [&] {
+          RunnerOptions ro;
+          ro.page_size = page_size;
+          ro.num_pages = num_pages;
+          return ro;
+        }(), global_pool()),
+        exec(runner, nullptr),
+        engine(exec, tokenizer(), EngineOptions{sc, max_model_len}, global_pool()) {
+    loop = std::thread([this] { engine.run(); });
+  }
+  ~Served() {
+    engine.stop();
+    loop.join();
+  }
+  // Waits until the engine is idle and has audited its pools.
+  EngineMetrics idle() {
+    for (int i = 0; i < 2000; ++i) {
+      EngineMetrics m = engine.metrics();
+      if (m.running == 0 && m.waiting == 0 && m.kv_audited_free_pages[0] == runner.page_pool().num_pages())
+        return m;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return engine.metrics();
+  }
+};
+
+struct Collected {
+  std::vector<int32_t> tokens;
+  std::string text, finish_reason;
+  int64_t completion_tokens = 0;
+};
+
+std::vector<Collected> collect(OutputChannel& ch, size_t n) {
+  std::vector<Collected> out(n);
+  size_t finished = 0;
+  RequestEvent ev;
+  while (finished < n) {
+    if (!ch.pop(&ev, 120.0)) ADD_FAILURE() << "no event for 120 s";
+    Collected& c = out[size_t(ev.index)];
+    c.tokens.insert(c.tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
+    c.text += ev.text;
+    c.completion_tokens = ev.completion_tokens;
+    if (ev.finished) {
+      c.finish_reason = ev.finish_reason;
+      ++finished;
+    }
+  }
+  return out;
+}
+
+RequestParams greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
+  RequestParams p;
+  p.prompt = std::move(prompt);
+  p.max_tokens = max_tokens;
+  p.sampling.temperature = 0;
+  p.random_seed = false;
+  p.ignore_eos = true;
+  return p;
+}
+
+void expect_batched_equals_alone(Served& s, const std::vector<int64_t>& lens, int64_t max_tokens) {
+  auto ch = std::make_shared<OutputChannel>();
+  for (size_t i = 0; i < lens.size(); ++i)
+    s.engine.submit(greedy(prompt_of(lens[i], int32_t(i)), max_tokens), ch, int32_t(i));
+  std::vector<Collected> got = collect(*ch, lens.size());
+  for (size_t i = 0; i < lens.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, alone(prompt_of(lens[i], int32_t(i)), max_tokens)) << "request " << i;
+    EXPECT_EQ(got[i].finish_reason, "length");
+    EXPECT_EQ(got[i].completion_tokens, max_tokens);
+  }
+}
+
+TEST(Engine, BatchedRequestsMatchEachAloneWithChunkedPrefill) {
+  Served s(256, 16, {8, 48, true});  // 48-token budget: prompts are chunked
+  expect_batched_equals_alone(s, {1, 5, 33, 100, 64, 7, 130, 2, 17, 90}, 12);
+  EngineMetrics m = s.idle();
+  EXPECT_EQ(m.kv_used_pages[0], 0);
+  EXPECT_EQ(m.kv_audited_free_pages[0], 256);
+  EXPECT_EQ(m.kv_audit_mismatches, 0u);
+  EXPECT_EQ(m.finished["length"], 10u);
+  EXPECT_EQ(m.generation_tokens, 120u);
+  EXPECT_EQ(m.prompt_tokens, 1u + 5 + 33 + 100 + 64 + 7 + 130 + 2 + 17 + 90);
+  EXPECT_EQ(m.ttft.count, 10u);
+  EXPECT_EQ(m.itl.count, 110u);
+}
+
+TEST(Engine, PreemptionUnderASmallPoolKeepsAnswersExact) {
+  // 24 pages of 4 tokens = 96 tokens for 6 requests that need up to 60 each: the newest
+  // are preempted and recomputed, and still produce exactly their lone answers.
+  Served s(24, 4, {6, 256, true}, 96);
+  expect_batched_equals_alone(s, {30, 22, 40, 12, 35, 28}, 20);
+  EngineMetrics m = s.idle();
+  EXPECT_GT(m.preemptions, 0u);
+  EXPECT_EQ(m.kv_used_pages[0], 0);
+  EXPECT_EQ(m.kv_audited_free_pages[0], 24);
+}
+
+TEST(Engine, WholePromptsWithoutChunkedPrefill) {
+  Served s(128, 8, {4, 512, false});
+  expect_batched_equals_alone(s, {50, 3, 200, 9, 77}, 6);
+  EXPECT_EQ(s.idle().kv_used_pages[0], 0);
+}
+
+TEST(Engine, CancelFreesPages) {
+  Served s(64, 16, {4, 64, true});
+  auto ch = std::make_shared<OutputChannel>();
+  s.engine.submit(greedy(prompt_of(40, 1), 400), ch, 0);
+  RequestEvent ev;
+  ASSERT_TRUE(ch->pop(&ev, 60.0));  // the first token: the request is running
+  ch->cancel();
+  do {
+    ASSERT_TRUE(ch->pop(&ev, 60.0));
+  } while (!ev.finished);
+  EXPECT_EQ(ev.finish_reason, "abort");
+  EXPECT_LT(ev.completion_tokens, 400);
+  EngineMetrics m = s.idle();
+  EXPECT_EQ(m.kv_used_pages[0], 0);
+  EXPECT_EQ(m.kv_audited_free_pages[0], 64);
+  EXPECT_EQ(m.finished["abort"], 1u);
+}
+
+TEST(Engine, StopTokenIdsAndStopStrings) {
+  Served s(64, 16, {4, 64, true});
+  const std::vector<int32_t> prompt = prompt_of(9, 3);
+  const std::vector<int32_t> ref = alone(prompt, 8);
+  {  // the 4th generated token as a stop id: 4 tokens, finish "stop"
+    auto ch = std::make_shared<OutputChannel>();
+    RequestParams p = greedy(prompt, 8);
+    p.stop_token_ids = {ref[3]};
+    s.engine.submit(p, ch, 0);
+    Collected c = collect(*ch, 1)[0];
+    const size_t first = size_t(std::find(ref.begin(), ref.end(), ref[3]) - ref.begin());
+    EXPECT_EQ(c.tokens, std::vector<int32_t>(ref.begin(), ref.begin() + long(first) + 1));
+    EXPECT_EQ(c.finish_reason, "stop");
+  }
+  {  // a stop string taken from the reference text: the text ends right before it
+    const std::string full = tokenizer().decode(ref, true);
+    ASSERT_GE(full.size(), 4u);
+    const std::string stop = full.substr(full.size() / 2, 2);
+    auto ch = std::make_shared<OutputChannel>();
+    RequestParams p = greedy(prompt, 8);
+    p.stop = {stop};
+    s.engine.submit(p, ch, 0);
+    Collected c = collect(*ch, 1)[0];
+    EXPECT_EQ(c.text, full.substr(0, full.find(stop)));
+    EXPECT_EQ(c.finish_reason, "stop");
+  }
+  EXPECT_EQ(s.idle().kv_used_pages[0], 0);
+}
+
+TEST(Engine, SeededSamplingIsReproducible) {
+  Served s(64, 16, {4, 64, true});
+  auto run = [&](uint64_t seed) {
+    auto ch = std::make_shared<OutputChannel>();
+    RequestParams p = greedy(prompt_of(12, 5), 10);
+    p.sampling.temperature = 1.0f;
+    p.sampling.top_p = 0.9f;
+    p.sampling.seed = seed;
+    s.engine.submit(p, ch, 0);
+    return collect(*ch, 1)[0].tokens;
+  };
+  EXPECT_EQ(run(7), run(7));
+  EXPECT_NE(run(7), run(8));
+}
+
+TEST(Engine, InvalidRequestsAreRefused) {
+  Served s(16, 16, {4, 64, true}, 100);
+  auto ch = std::make_shared<OutputChannel>();
+  EXPECT_THROW(s.engine.submit(greedy({}, 4), ch, 0), Error);
+  EXPECT_THROW(s.engine.submit(greedy({1, 2}, 0), ch, 0), Error);
+  EXPECT_THROW(s.engine.submit(greedy(prompt_of(90, 1), 11), ch, 0), Error);  // 101 > 100
+  EXPECT_THROW(s.engine.submit(greedy({1, 151936}, 4), ch, 0), Error);       // past vocab
+  RequestParams p = greedy({1, 2}, 4);
+  p.sampling.temperature = -1;
+  EXPECT_THROW(s.engine.submit(p, ch, 0), Error);
+  // max model len over what the pool holds for one request: refused at start-up.
+  ModelRunner runner(model_dir(), [] { RunnerOptions ro; ro.num_pages = 4; return ro; }(),
+                     global_pool());
+  StepExecutor exec(runner, nullptr);
+  EXPECT_THROW(Engine(exec, tokenizer(), EngineOptions{{4, 64, true}, 65}, global_pool()), Error);
+}
+
+}  // namespace
+}  // namespace cpinfer
