@@ -11,6 +11,7 @@ namespace cpinfer {
 void register_bench_peak(CLI::App& bench, CommandAction* action);
 void register_bench_attention(CLI::App& bench, CommandAction* action);
 void register_bench_latency(CLI::App& bench, CommandAction* action);
+void register_bench_serve(CLI::App& bench, CommandAction* action);
 
 void register_bench(CLI::App& app, CommandAction* action) {
   auto* bench = app.add_subcommand("bench", "Benchmarks (one JSON line each with --json)");
@@ -18,6 +19,7 @@ void register_bench(CLI::App& app, CommandAction* action) {
   register_bench_peak(*bench, action);
   register_bench_attention(*bench, action);
   register_bench_latency(*bench, action);
+  register_bench_serve(*bench, action);
 }
 
 }  // namespace cpinfer
