@@ -15,6 +15,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/rank_setup.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/log.h"
@@ -81,14 +82,12 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
 
 int run_latency(const LatencyArgs& a) {
   Comm& comm = Comm::world();
-  ModelConfig config = load_model_config(a.model);
-  ParallelLayout layout(a.layout, config.num_q_heads, config.num_kv_heads, comm.rank());
-  comm.set_layout(layout);
+  const RankModel rm = setup_rank(a.model, a.layout, comm);
+  const ModelConfig& config = rm.config;
+  const ParallelLayout& layout = rm.layout;
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
-  CPI_CHECK(a.kv_dtype == "f32" || a.kv_dtype == "bf16" || a.kv_dtype == "auto",
-            "--kv-cache-dtype '{}' is not one of auto, f32, bf16", a.kv_dtype);
-  ro.kv_dtype = a.kv_dtype == "bf16" ? DType::BF16 : DType::F32;
+  ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
   ro.max_cache_tokens = a.input_len + a.output_len;
   ModelRunner runner(a.model, ro, global_pool(), &layout, &comm);
   StepExecutor exec(runner, &comm);

@@ -27,6 +27,7 @@ int cli_main(int argc, char** argv) {
   register_make_model(app, &action);
   register_tokenize(app, &action);
   register_generate(app, &action);
+  register_serve(app, &action);
   register_bench(app, &action);
   try {
     app.parse(int(ptrs.size()), ptrs.data());

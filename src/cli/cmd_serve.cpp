@@ -1,0 +1,219 @@
+// `cpinfer serve`: the OpenAI-compatible server under any layout, like `vllm serve`.
+// Every rank loads its shard; rank 0 runs the HTTP server and the engine loop (its main
+// thread drives the steps), the other ranks execute the steps rank 0 broadcasts.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "chat/chat_template.h"
+#include "cli/commands.h"
+#include "cli/rank_setup.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "dist/comm.h"
+#include "dist/launcher.h"
+#include "engine/engine.h"
+#include "engine/model_runner.h"
+#include "engine/step_executor.h"
+#include "model/model_config.h"
+#include "model/weights.h"
+#include "server/api_server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace cpinfer {
+
+namespace {
+
+struct ServeArgs {
+  std::string model, model_positional, kv_dtype = "f32";
+  ServerOptions server;
+  int64_t max_model_len = 0, max_num_batched_tokens = 2048, max_num_seqs = 256,
+          num_kv_blocks = 0;
+  double kv_cache_space_gib = 1.0;
+  bool chunked_prefill = true, chunked_prefill_given = false, batched_tokens_given = false;
+  int threads_per_rank = 0;
+  LayoutSpec layout;
+};
+
+// Pages per rank: --num-kv-blocks, or --kv-cache-space GiB of K and V on each rank.
+int64_t pool_pages(const ServeArgs& a, const ModelConfig& c, const ParallelLayout& layout) {
+  if (a.num_kv_blocks > 0) return a.num_kv_blocks;
+  const int64_t kv_heads = tp_shard(c, layout).num_kv_heads;
+  const int64_t bytes_per_token =
+      2 * c.num_layers * kv_heads * c.head_dim * int64_t(dtype_size(parse_kv_dtype(a.kv_dtype)));
+  const int64_t pages = int64_t(a.kv_cache_space_gib * double(int64_t(1) << 30)) /
+                        (bytes_per_token * a.layout.page_size);
+  CPI_CHECK(pages >= 1, "--kv-cache-space {} GiB holds no page of {} tokens", a.kv_cache_space_gib,
+            a.layout.page_size);
+  return pages;
+}
+
+// Whether DIR/tokenizer_config.json has a chat_template (a broken one is an error later).
+bool model_has_chat_template(const std::string& dir) {
+  std::ifstream f(dir + "/tokenizer_config.json");
+  if (!f) return false;
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("chat_template") && !j["chat_template"].is_null();
+}
+
+// SIGINT / SIGTERM end the engine loop (rank 0) gracefully: the handler only sets a flag
+// (async-signal-safe), a watcher thread passes it on. The other ranks ignore the signals
+// (mpirun forwards them to every rank) and leave when rank 0 sends Shutdown.
+std::atomic<bool> g_stop_signal{false};
+extern "C" void on_stop_signal(int) { g_stop_signal.store(true); }
+
+void install_stop_handler(bool driver) {
+  struct sigaction sa {};
+  sa.sa_handler = driver ? on_stop_signal : SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void watch_stop_signal(Engine& engine) {
+  std::thread([&engine] {
+    while (!g_stop_signal.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CPI_LOG_INFO("signal received: shutting down");
+    engine.stop();
+  }).detach();
+}
+
+int run_serve(ServeArgs a) {
+  if (a.model.empty()) a.model = a.model_positional;
+  Comm& comm = Comm::world();
+  const RankModel rm = setup_rank(a.model, a.layout, comm);
+  const ModelConfig& config = rm.config;
+  const ParallelLayout& layout = rm.layout;
+  ThreadPool& pool = global_pool();
+  const int64_t world_cp = int64_t(a.layout.pcp) * a.layout.dcp;
+  CPI_CHECK(!(a.chunked_prefill_given && a.chunked_prefill && world_cp > 1),
+            "--enable-chunked-prefill needs pcp * dcp == 1 (here {}): prefill over context "
+            "sharded across ranks (context-parallel.md section 8) is not implemented",
+            world_cp);
+
+  RunnerOptions ro;
+  ro.page_size = a.layout.page_size;
+  ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
+  ro.num_pages = pool_pages(a, config, layout);
+  ModelRunner runner(a.model, ro, pool, &layout, &comm);
+  StepExecutor exec(runner, &comm);
+  install_stop_handler(exec.is_driver());
+  if (!exec.is_driver()) {
+    exec.worker_loop();
+    return 0;
+  }
+  signal(SIGPIPE, SIG_IGN);  // a client that goes away must not end the server
+
+  Tokenizer tok = Tokenizer::from_file(a.model + "/tokenizer.json");
+  std::unique_ptr<ChatTemplate> chat;
+  if (model_has_chat_template(a.model))
+    chat = std::make_unique<ChatTemplate>(ChatTemplate::from_model_dir(a.model));
+  else
+    CPI_LOG_WARN("{} has no chat template: /v1/chat/completions will answer 400", a.model);
+
+  EngineOptions eo;
+  eo.max_model_len = a.max_model_len;
+  eo.scheduler.max_num_seqs = a.max_num_seqs;
+  eo.scheduler.chunked_prefill = world_cp == 1 && a.chunked_prefill;
+  eo.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
+  if (world_cp > 1)
+    CPI_LOG_INFO("chunked prefill is off: under context parallelism (pcp * dcp = {}) every "
+                 "prompt is prefilled in one step (prefill over sharded context, "
+                 "context-parallel.md section 8, is not implemented)",
+                 world_cp);
+  if (!eo.scheduler.chunked_prefill && !a.batched_tokens_given) {
+    // Every prompt must fit in one step: the budget grows to the max model length.
+    const int64_t len = a.max_model_len > 0 ? a.max_model_len
+                                            : std::min<int64_t>(config.max_position_embeddings,
+                                                                ro.num_pages * ro.page_size * world_cp);
+    eo.scheduler.max_num_batched_tokens = std::max(eo.scheduler.max_num_batched_tokens, len);
+  }
+  Engine engine(exec, tok, eo, pool);
+
+  a.server.model_dir = a.model;
+  if (a.server.served_model_name.empty()) a.server.served_model_name = a.model;
+  a.server.http_threads = int(std::max<int64_t>(64, a.max_num_seqs + 16));
+  ApiServer server(engine, tok, chat.get(), a.server);
+  const int port = server.bind();
+  watch_stop_signal(engine);
+  server.start();
+  CPI_LOG_INFO("serving '{}' ({} layers; {} ranks: tp {} pcp {} dcp {}; {} threads per rank); "
+               "max model len {}, KV {} pages of {} tokens per rank, max {} tokens and {} "
+               "sequences per step, chunked prefill {}",
+               a.server.served_model_name, config.num_layers, comm.size(), a.layout.tp,
+               a.layout.pcp, a.layout.dcp, pool.size(), engine.options().max_model_len,
+               ro.num_pages, ro.page_size, engine.options().scheduler.max_num_batched_tokens,
+               engine.options().scheduler.max_num_seqs,
+               engine.options().scheduler.chunked_prefill ? "on" : "off");
+  std::printf("cpinfer serve: listening on http://%s:%d\n", a.server.host.c_str(), port);
+  std::fflush(stdout);
+  engine.run();
+  server.stop();
+  exec.shutdown();
+  CPI_LOG_INFO("server stopped");
+  return 0;
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app, CommandAction* action) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (like `vllm serve`)");
+  cmd->add_option("model_dir", a->model_positional, "Hugging Face model directory");
+  cmd->add_option("--model", a->model, "Hugging Face model directory (or give it positionally)");
+  cmd->add_option("--host", a->server.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", a->server.port, "Port (0: any free port, printed at start)")
+      ->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", a->server.api_key,
+                  "Require `Authorization: Bearer KEY` on /v1/*, /tokenize and /detokenize");
+  cmd->add_option("--served-model-name", a->server.served_model_name,
+                  "The model name in the API (default: the --model path)");
+  cmd->add_option("--max-model-len", a->max_model_len,
+                  "Prompt + completion tokens per request (default: the model's "
+                  "max_position_embeddings, capped by the KV cache)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  auto* mbt = cmd->add_option("--max-num-batched-tokens", a->max_num_batched_tokens,
+                              "Token budget of one engine step")
+                  ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  cmd->add_option("--max-num-seqs", a->max_num_seqs, "Requests running at once")
+      ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  auto* cp = cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill",
+                           a->chunked_prefill,
+                           "Split long prompts over steps (default on; needs pcp * dcp == 1)");
+  cmd->add_option("--kv-cache-space", a->kv_cache_space_gib,
+                  "GiB of KV cache per rank (like VLLM_CPU_KVCACHE_SPACE)")
+      ->capture_default_str()->check(CLI::Range(1e-6, 1e6));
+  cmd->add_option("--num-kv-blocks", a->num_kv_blocks,
+                  "KV-cache pages per rank (overrides --kv-cache-space)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
+      ->capture_default_str();
+  cmd->add_option("--max-request-body-bytes", a->server.max_body_bytes,
+                  "Larger request bodies are refused with 413")
+      ->capture_default_str();
+  add_layout_flags(cmd, &a->layout, &a->threads_per_rank);
+  cmd->add_option("--threads", a->threads_per_rank, "Alias of --threads-per-rank")
+      ->check(CLI::Range(1, 1024));
+  cmd->callback([a, action, cp, mbt] {
+    CPI_CHECK(a->model.empty() != a->model_positional.empty(),
+              "serve needs the model directory: `cpinfer serve DIR` or `cpinfer serve --model DIR`");
+    a->chunked_prefill_given = cp->count() > 0;
+    a->batched_tokens_given = mbt->count() > 0;
+    *action = [a] {
+      return run_distributed(cli_args(), a->layout, a->threads_per_rank,
+                             [a] { return run_serve(*a); });
+    };
+  });
+}
+
+}  // namespace cpinfer

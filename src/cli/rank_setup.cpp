@@ -1,0 +1,25 @@
+#include "cli/rank_setup.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace cpinfer {
+
+RankModel setup_rank(const std::string& model_dir, const LayoutSpec& spec, Comm& comm) {
+  CPI_CHECK(std::filesystem::is_directory(model_dir),
+            "model directory '{}' does not exist (make one with `cpinfer make-model`)",
+            model_dir);
+  ModelConfig config = load_model_config(model_dir);
+  RankModel m{config, ParallelLayout(spec, config.num_q_heads, config.num_kv_heads, comm.rank())};
+  comm.set_layout(m.layout);
+  return m;
+}
+
+DType parse_kv_dtype(const std::string& s) {
+  if (s == "f32" || s == "auto") return DType::F32;
+  if (s == "bf16") return DType::BF16;
+  fail("--kv-cache-dtype '{}' is not one of auto, f32, bf16", s);
+}
+
+}  // namespace cpinfer

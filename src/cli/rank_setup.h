@@ -1,0 +1,24 @@
+// The start every model command (generate, serve, bench latency) makes on each rank.
+#pragma once
+#include <string>
+
+#include "core/dtype.h"
+#include "dist/comm.h"
+#include "dist/parallel_layout.h"
+#include "model/model_config.h"
+
+namespace cpinfer {
+
+struct RankModel {
+  ModelConfig config;
+  ParallelLayout layout;
+};
+
+// Checks that the model directory exists, loads its config.json, validates the layout
+// against the model's heads and splits `comm` into this rank's TP / PCP / DCP groups.
+RankModel setup_rank(const std::string& model_dir, const LayoutSpec& spec, Comm& comm);
+
+// --kv-cache-dtype: auto|f32 -> F32, bf16 -> BF16; anything else is an Error.
+DType parse_kv_dtype(const std::string& s);
+
+}  // namespace cpinfer

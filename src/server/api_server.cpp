@@ -1,0 +1,308 @@
+#include "server/api_server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "server/api_error.h"
+#include "server/openai_responses.h"
+#include "server/prometheus.h"
+
+namespace cpinfer {
+
+using nlohmann::json;
+
+namespace {
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string random_id(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return fmt::format("{}{:016x}{:04x}", prefix, rng(), counter.fetch_add(1) & 0xffff);
+}
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(dump_json(body), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, e.to_json()); }
+
+const char* status_text(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "The request body is too large";
+    case 414: return "The request URI is too long";
+    default: return "HTTP error";
+  }
+}
+
+// One /v1/(chat/)completions call in flight: its channel and what each choice has produced.
+struct Generation {
+  ResponseContext ctx;
+  std::shared_ptr<OutputChannel> channel;
+  bool stream = false, include_usage = false;
+  std::vector<ChoiceState> choices;
+  std::vector<bool> started;  // chat: the first chunk of a choice carries the role
+  size_t num_finished = 0;
+  double keepalive_s = 2.0;
+  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
+};
+
+// Writes what the engine has produced since the last call; false when the client is gone.
+// SSE: "data: {chunk}\n\n" per event, then the usage chunk and "data: [DONE]\n\n".
+// Whole responses: JSON whitespace while waiting (so that a gone client is noticed), then
+// the body.
+bool pump(Generation& g, httplib::DataSink& sink) {
+  using clock = std::chrono::steady_clock;
+  // Keep-alive after keepalive_s without a write: a whole response writes nothing until it
+  // is complete, and only a write notices that the client has gone.
+  auto keep_alive = [&] {
+    if (std::chrono::duration<double>(clock::now() - g.last_write).count() < g.keepalive_s)
+      return true;
+    static const std::string kSse = ": keep-alive\n\n", kJson = "\n";
+    const std::string& ka = g.stream ? kSse : kJson;
+    g.last_write = clock::now();
+    return sink.write(ka.data(), ka.size());
+  };
+  RequestEvent ev;
+  if (!g.channel->pop(&ev, g.keepalive_s)) return keep_alive();
+  std::string out;
+  do {
+    ChoiceState& c = g.choices[size_t(ev.index)];
+    if (g.stream) {
+      if (ev.finished && (ev.finish_reason == "error" || ev.finish_reason == "abort") &&
+          ev.token_ids.empty()) {
+        ApiError e(ev.finish_reason == "abort" ? 503 : 500,
+                   ev.finish_reason == "abort" ? "the request was aborted (server shutting down)"
+                                               : "generation failed: " + ev.error);
+        out += "data: " + dump_json(e.to_json()) + "\n\n";
+      } else {
+        const bool first = !g.started[size_t(ev.index)];
+        g.started[size_t(ev.index)] = true;
+        out += "data: " +
+               dump_json(stream_chunk(g.ctx, ev, first && g.ctx.chat, &c.text_offset,
+                                      g.include_usage)) +
+               "\n\n";
+      }
+    }
+    const bool was_finished = c.finished;
+    apply_event(ev, &c);
+    if (c.finished && !was_finished) ++g.num_finished;
+  } while (g.num_finished < g.choices.size() && g.channel->pop(&ev, 0));
+
+  if (g.num_finished == g.choices.size()) {
+    if (g.stream) {
+      if (g.include_usage) {
+        int64_t p = 0, n = 0;
+        for (const ChoiceState& c : g.choices) p += c.prompt_tokens, n += c.completion_tokens;
+        out += "data: " + dump_json(usage_chunk(g.ctx, p, n)) + "\n\n";
+      }
+      out += "data: [DONE]\n\n";
+    } else {
+      const ChoiceState* failed = nullptr;
+      for (const ChoiceState& c : g.choices)
+        if (c.finish_reason == "error" || c.finish_reason == "abort") failed = &c;
+      if (failed)
+        out = dump_json(ApiError(failed->finish_reason == "abort" ? 503 : 500,
+                                 failed->finish_reason == "abort"
+                                     ? "the request was aborted (server shutting down)"
+                                     : "generation failed: " + failed->error)
+                            .to_json());
+      else
+        out = dump_json(full_response(g.ctx, g.choices));
+    }
+  }
+  if (out.empty()) return keep_alive();
+  g.last_write = clock::now();
+  if (!sink.write(out.data(), out.size())) return false;
+  if (g.num_finished == g.choices.size()) sink.done();
+  return true;
+}
+
+}  // namespace
+
+ApiServer::ApiServer(Engine& engine, const Tokenizer& tok, const ChatTemplate* chat_template,
+                     const ServerOptions& opts)
+    : engine_(engine), tok_(tok), opts_(opts), created_(unix_now()) {
+  ctx_.tokenizer = &tok;
+  ctx_.chat_template = chat_template;
+  ctx_.served_model_name = opts.served_model_name;
+  ctx_.max_model_len = engine.options().max_model_len;
+  ctx_.vocab_size = engine.vocab_size();
+  svr_ = std::make_unique<httplib::Server>();
+  const int threads = std::max(4, opts.http_threads);
+  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  svr_->set_payload_max_length(opts.max_body_bytes);
+  svr_->set_read_timeout(60, 0);
+  svr_->set_write_timeout(60, 0);
+  routes();
+}
+
+ApiServer::~ApiServer() { stop(); }
+
+int ApiServer::bind() {
+  int port = opts_.port;
+  if (port == 0) {
+    port = svr_->bind_to_any_port(opts_.host);
+    CPI_CHECK(port > 0, "cannot listen on {}:<any port>", opts_.host);
+  } else {
+    CPI_CHECK(svr_->bind_to_port(opts_.host, port),
+              "cannot listen on {}:{} (is the port in use, or the address not local?)",
+              opts_.host, port);
+  }
+  return port;
+}
+
+void ApiServer::start() {
+  thread_ = std::thread([this] { svr_->listen_after_bind(); });
+}
+
+void ApiServer::stop() {
+  if (svr_) svr_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ApiServer::routes() {
+  httplib::Server& s = *svr_;
+  // Anything that ends in an error status without a body (unknown path, body over the cap,
+  // malformed HTTP) gets an OpenAI-style JSON error too.
+  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty()) send_error(res, ApiError(res.status, status_text(res.status)));
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, ApiError(500, what));
+  });
+
+  // Wraps a handler: API key check, ApiError / Error / JSON errors -> OpenAI error bodies.
+  auto guarded = [this](bool needs_key, auto fn) {
+    return [this, needs_key, fn](const httplib::Request& req, httplib::Response& res) {
+      try {
+        if (needs_key && !opts_.api_key.empty() &&
+            req.get_header_value("Authorization") != "Bearer " + opts_.api_key)
+          throw ApiError(401, "Incorrect API key provided.", "", "invalid_api_key");
+        fn(req, res);
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      } catch (const Error& e) {
+        send_error(res, ApiError(400, e.what()));
+      } catch (const json::exception& e) {
+        send_error(res, ApiError(400, fmt::format("malformed request: {}", e.what())));
+      }
+    };
+  };
+
+  auto generate = [this](bool chat) {
+    return [this, chat](const httplib::Request& req, httplib::Response& res) {
+      if (!engine_.running()) throw ApiError(503, "the engine is not running");
+      const json body = parse_body(req.body);
+      ParsedRequest pr = chat ? parse_chat_request(body, nlohmann::ordered_json::parse(req.body), ctx_)
+                              : parse_completion_request(body, ctx_);
+      auto g = std::make_shared<Generation>();
+      g->ctx = {random_id(chat ? "chatcmpl-" : "cmpl-"), unix_now(), opts_.served_model_name,
+                chat, pr.logprobs, &tok_};
+      g->channel = std::make_shared<OutputChannel>();
+      g->stream = pr.stream;
+      g->include_usage = pr.include_usage;
+      g->choices.resize(pr.prompts.size());
+      g->started.assign(pr.prompts.size(), false);
+      g->keepalive_s = opts_.keepalive_s;
+      try {
+        for (size_t i = 0; i < pr.prompts.size(); ++i) {
+          RequestParams p = pr.params;
+          p.prompt = std::move(pr.prompts[i]);
+          engine_.submit(std::move(p), g->channel, int32_t(i));
+        }
+      } catch (...) {
+        g->channel->cancel();  // drop the prompts already queued
+        throw;
+      }
+      res.set_chunked_content_provider(
+          pr.stream ? "text/event-stream" : "application/json",
+          [g](size_t, httplib::DataSink& sink) {
+            if (pump(*g, sink)) return true;
+            g->channel->cancel();  // the client went away
+            return false;
+          },
+          [g](bool success) {
+            if (!success || g->num_finished < g->choices.size()) g->channel->cancel();
+          });
+    };
+  };
+  s.Post("/v1/completions", guarded(true, generate(false)));
+  s.Post("/v1/chat/completions", guarded(true, generate(true)));
+
+  s.Get("/v1/models", guarded(true, [this](const httplib::Request&, httplib::Response& res) {
+          json m = {{"id", opts_.served_model_name}, {"object", "model"}, {"created", created_},
+                    {"owned_by", "cpinfer"},        {"root", opts_.model_dir},
+                    {"parent", nullptr},            {"max_model_len", ctx_.max_model_len}};
+          send_json(res, 200, {{"object", "list"}, {"data", json::array({m})}});
+        }));
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (engine_.running())
+      res.status = 200;
+    else
+      send_error(res, ApiError(503, "the engine is not running"));
+  });
+  s.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"version", "cpinfer 0.1"}});
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(render_prometheus(engine_.metrics(), opts_.served_model_name),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
+  s.Post("/tokenize", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+           const json b = parse_body(req.body);
+           if (b.contains("model") && b["model"] != opts_.served_model_name)
+             throw ApiError(404, fmt::format("The model `{}` does not exist.", b["model"].dump()), "model");
+           std::string text;
+           if (b.contains("messages")) {
+             const bool agp = b.value("add_generation_prompt", true);
+             text = render_chat_prompt(nlohmann::ordered_json::parse(req.body), agp, ctx_);
+           } else if (b.contains("prompt") && b["prompt"].is_string()) {
+             text = b["prompt"].get<std::string>();
+           } else {
+             throw ApiError(400, "give 'prompt' (a string) or 'messages'", "prompt");
+           }
+           std::vector<int32_t> ids = tok_.encode(text);
+           send_json(res, 200, {{"tokens", ids}, {"count", ids.size()},
+                                {"max_model_len", ctx_.max_model_len}});
+         }));
+  s.Post("/detokenize", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {
+           const json b = parse_body(req.body);
+           if (b.contains("model") && b["model"] != opts_.served_model_name)
+             throw ApiError(404, fmt::format("The model `{}` does not exist.", b["model"].dump()), "model");
+           if (!b.contains("tokens") || !b["tokens"].is_array())
+             throw ApiError(400, "'tokens' must be an array of token ids", "tokens");
+           std::vector<int32_t> ids;
+           for (const json& t : b["tokens"]) {
+             if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= ctx_.vocab_size)
+               throw ApiError(400, fmt::format("token {} is not an id in [0, {})", t.dump(), ctx_.vocab_size), "tokens");
+             ids.push_back(t.get<int32_t>());
+           }
+           // Ids past the tokenizer's vocabulary (padding rows of the model's table) have no text.
+           std::erase_if(ids, [this](int32_t id) { return id >= tok_.vocab_size(); });
+           send_json(res, 200, {{"prompt", tok_.decode(ids)}});
+         }));
+}
+
+}  // namespace cpinfer

@@ -1,0 +1,52 @@
+// The OpenAI-compatible HTTP server (cpp-httplib) in front of the Engine: /v1/completions,
+// /v1/chat/completions (both streamed as SSE or whole), /v1/models, /health, /tokenize,
+// /detokenize, /metrics, /version. HTTP threads parse, tokenize and wait on their request's
+// channel; only the engine loop touches the model.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "engine/engine.h"
+#include "server/openai_protocol.h"
+#include "tokenizer/tokenizer.h"
+
+namespace httplib { class Server; }
+
+namespace cpinfer {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                    // 0: any free port (see bind())
+  std::string api_key;                // empty: no authentication
+  std::string served_model_name;
+  std::string model_dir;
+  size_t max_body_bytes = 16u << 20;  // larger bodies get 413
+  int http_threads = 64;              // requests served at once (streams hold one each)
+  double keepalive_s = 2.0;           // idle gap before a keep-alive write (detects gone clients)
+};
+
+class ApiServer {
+ public:
+  ApiServer(Engine& engine, const Tokenizer& tok, const ChatTemplate* chat_template,
+            const ServerOptions& opts);
+  ~ApiServer();
+  // Binds the listening socket; throws Error if it cannot. Returns the port.
+  int bind();
+  // Serves on a background thread until stop().
+  void start();
+  void stop();
+
+ private:
+  void routes();
+  Engine& engine_;
+  const Tokenizer& tok_;
+  ServerOptions opts_;
+  ProtocolContext ctx_;
+  int64_t created_ = 0;
+  std::unique_ptr<httplib::Server> svr_;
+  std::thread thread_;
+};
+
+}  // namespace cpinfer

@@ -1,0 +1,283 @@
+#include "server/openai_protocol.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "chat/chat_template.h"
+#include "core/error.h"
+#include "server/api_error.h"
+
+namespace cpinfer {
+
+using nlohmann::json;
+
+namespace {
+
+const json* field(const json& body, const char* key) {
+  auto it = body.find(key);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+[[noreturn]] void bad(const std::string& param, const std::string& message) {
+  throw ApiError(400, message, param);
+}
+
+int64_t get_int(const json& v, const char* key) {
+  if (!v.is_number_integer() && !(v.is_number_float() && v.get<double>() == std::floor(v.get<double>())))
+    bad(key, fmt::format("'{}' must be an integer, got {}", key, v.dump()));
+  if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+    bad(key, fmt::format("'{}' is too large: {}", key, v.dump()));
+  return v.is_number_float() ? int64_t(v.get<double>()) : v.get<int64_t>();
+}
+
+double get_number(const json& v, const char* key) {
+  if (!v.is_number()) bad(key, fmt::format("'{}' must be a number, got {}", key, v.dump()));
+  return v.get<double>();
+}
+
+bool get_bool(const json& v, const char* key) {
+  if (!v.is_boolean()) bad(key, fmt::format("'{}' must be a boolean, got {}", key, v.dump()));
+  return v.get<bool>();
+}
+
+std::vector<int32_t> token_ids(const json& arr, const char* key, int64_t vocab) {
+  std::vector<int32_t> out;
+  for (const json& t : arr) {
+    if (!t.is_number_integer())
+      bad(key, fmt::format("'{}' token ids must be integers, got {}", key, t.dump()));
+    const int64_t id = t.get<int64_t>();
+    if (id < 0 || id >= vocab)
+      bad(key, fmt::format("token id {} in '{}' is outside the vocabulary [0, {})", id, key, vocab));
+    out.push_back(int32_t(id));
+  }
+  return out;
+}
+
+// Fields both endpoints share: model, sampling, stop, stream, unsupported options.
+void parse_common(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
+  if (!b.is_object()) bad("", "the request body must be a JSON object");
+  if (const json* m = field(b, "model")) {
+    if (!m->is_string()) bad("model", "'model' must be a string");
+    if (m->get<std::string>() != ctx.served_model_name)
+      throw ApiError(404, fmt::format("The model `{}` does not exist.", m->get<std::string>()),
+                     "model");
+  }
+  RequestParams& p = r->params;
+  if (const json* v = field(b, "temperature")) {
+    double t = get_number(*v, "temperature");
+    if (!(t >= 0)) bad("temperature", fmt::format("temperature must be >= 0, got {}", t));
+    p.sampling.temperature = float(t);
+  } else {
+    p.sampling.temperature = 1.0f;  // OpenAI's default
+  }
+  if (const json* v = field(b, "top_p")) {
+    double t = get_number(*v, "top_p");
+    if (!(t > 0 && t <= 1)) bad("top_p", fmt::format("top_p must be in (0, 1], got {}", t));
+    p.sampling.top_p = float(t);
+  }
+  if (const json* v = field(b, "top_k")) {
+    int64_t k = get_int(*v, "top_k");
+    if (k < -1) bad("top_k", fmt::format("top_k must be -1 (off), 0 (off) or >= 1, got {}", k));
+    p.sampling.top_k = k < 1 ? 0 : k;
+  }
+  if (const json* v = field(b, "seed")) {
+    p.sampling.seed = uint64_t(get_int(*v, "seed"));
+    p.random_seed = false;
+  }
+  if (const json* v = field(b, "stop")) {
+    if (v->is_string()) {
+      p.stop.push_back(v->get<std::string>());
+    } else if (v->is_array()) {
+      for (const json& s : *v) {
+        if (!s.is_string()) bad("stop", "'stop' must be a string or an array of strings");
+        p.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      bad("stop", "'stop' must be a string or an array of strings");
+    }
+  }
+  if (const json* v = field(b, "stop_token_ids")) {
+    if (!v->is_array()) bad("stop_token_ids", "'stop_token_ids' must be an array of token ids");
+    p.stop_token_ids = token_ids(*v, "stop_token_ids", ctx.vocab_size);
+  }
+  if (const json* v = field(b, "ignore_eos")) p.ignore_eos = get_bool(*v, "ignore_eos");
+  if (const json* v = field(b, "skip_special_tokens"))
+    p.skip_special_tokens = get_bool(*v, "skip_special_tokens");
+  if (const json* v = field(b, "n"))
+    if (get_int(*v, "n") != 1) bad("n", "only n = 1 is supported");
+  if (const json* v = field(b, "best_of"))
+    if (get_int(*v, "best_of") > 1) bad("best_of", "best_of > 1 is not supported");
+  for (const char* key : {"presence_penalty", "frequency_penalty"})
+    if (const json* v = field(b, key))
+      if (get_number(*v, key) != 0) bad(key, fmt::format("'{}' is not supported", key));
+  if (const json* v = field(b, "logit_bias"))
+    if (!v->empty()) bad("logit_bias", "'logit_bias' is not supported");
+  if (const json* v = field(b, "stream")) r->stream = get_bool(*v, "stream");
+  if (const json* v = field(b, "stream_options")) {
+    if (!r->stream) bad("stream_options", "'stream_options' is only allowed with stream = true");
+    if (!v->is_object()) bad("stream_options", "'stream_options' must be an object");
+    if (const json* u = field(*v, "include_usage"))
+      r->include_usage = get_bool(*u, "stream_options.include_usage");
+  }
+}
+
+// max_tokens: checked against the longest prompt; default: what is left of the context.
+void parse_max_tokens(const json& b, const char* key, const ProtocolContext& ctx,
+                      ParsedRequest* r) {
+  int64_t longest = 0;
+  for (const auto& p : r->prompts) longest = std::max<int64_t>(longest, int64_t(p.size()));
+  if (longest >= ctx.max_model_len)
+    bad("prompt", fmt::format("This model's maximum context length is {} tokens. However, your "
+                              "prompt has {} tokens. Please reduce the length of the prompt.",
+                              ctx.max_model_len, longest));
+  const json* v = field(b, key);
+  if (!v) {
+    r->params.max_tokens = ctx.max_model_len - longest;
+    return;
+  }
+  const int64_t m = get_int(*v, key);
+  if (m < 1) bad(key, fmt::format("'{}' must be at least 1, got {}", key, m));
+  if (longest + m > ctx.max_model_len)
+    bad(key, fmt::format("This model's maximum context length is {} tokens. However, you "
+                         "requested {} tokens ({} in the prompt, {} for the completion). Please "
+                         "reduce the length of the prompt or completion.",
+                         ctx.max_model_len, longest + m, longest, m));
+  r->params.max_tokens = m;
+}
+
+std::vector<int32_t> encode(const ProtocolContext& ctx, const std::string& text,
+                            const char* key) {
+  try {
+    return ctx.tokenizer->encode(text);
+  } catch (const Error& e) {
+    bad(key, fmt::format("'{}' cannot be tokenized: {}", key, e.what()));
+  }
+}
+
+}  // namespace
+
+json parse_body(const std::string& body) {
+  json b;
+  try {
+    b = json::parse(body);
+  } catch (const json::parse_error& e) {
+    bad("", fmt::format("the request body is not valid JSON: {}", e.what()));
+  }
+  if (!b.is_object()) bad("", "the request body must be a JSON object");
+  return b;
+}
+
+ParsedRequest parse_completion_request(const json& b, const ProtocolContext& ctx) {
+  ParsedRequest r;
+  parse_common(b, ctx, &r);
+  const json* prompt = field(b, "prompt");
+  if (!prompt) bad("prompt", "'prompt' is required");
+  auto add_text = [&](const json& s) { r.prompts.push_back(encode(ctx, s.get<std::string>(), "prompt")); };
+  if (prompt->is_string()) {
+    add_text(*prompt);
+  } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number()) {
+    r.prompts.push_back(token_ids(*prompt, "prompt", ctx.vocab_size));
+  } else if (prompt->is_array() && !prompt->empty()) {
+    for (const json& p : *prompt) {
+      if (p.is_string()) add_text(p);
+      else if (p.is_array()) r.prompts.push_back(token_ids(p, "prompt", ctx.vocab_size));
+      else bad("prompt", "'prompt' must be a string, an array of strings, an array of token "
+                         "ids or an array of arrays of token ids");
+    }
+  } else {
+    bad("prompt", "'prompt' must be a non-empty string, an array of strings, an array of "
+                  "token ids or an array of arrays of token ids");
+  }
+  for (const auto& p : r.prompts)
+    if (p.empty()) bad("prompt", "the prompt is empty: it must have at least one token");
+  if (const json* v = field(b, "echo"))
+    if (get_bool(*v, "echo")) bad("echo", "'echo' is not supported");
+  if (const json* v = field(b, "suffix"))
+    if (!v->is_string() || !v->get<std::string>().empty()) bad("suffix", "'suffix' is not supported");
+  if (const json* v = field(b, "logprobs")) {
+    const int64_t n = get_int(*v, "logprobs");
+    if (n < 0 || n > 20) bad("logprobs", fmt::format("'logprobs' must be in [0, 20], got {}", n));
+    r.logprobs = true;
+    r.params.top_logprobs = n;
+  }
+  parse_max_tokens(b, "max_tokens", ctx, &r);
+  return r;
+}
+
+std::string render_chat_prompt(const nlohmann::ordered_json& body, bool add_generation_prompt,
+                               const ProtocolContext& ctx) {
+  using ojson = nlohmann::ordered_json;
+  if (!body.contains("messages")) bad("messages", "'messages' is required");
+  const ojson& messages = body["messages"];
+  if (!messages.is_array() || messages.empty())
+    bad("messages", "'messages' must be a non-empty array of message objects");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ojson& m = messages[i];
+    const std::string where = fmt::format("messages[{}]", i);
+    if (!m.is_object()) bad(where, fmt::format("{} must be an object, got {}", where, m.type_name()));
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string())
+      bad(where + ".role", fmt::format("{}.role must be a string", where));
+    static const char* kRoles[] = {"system", "developer", "user", "assistant", "tool"};
+    if (std::find(std::begin(kRoles), std::end(kRoles), role->get<std::string>()) == std::end(kRoles))
+      bad(where + ".role", fmt::format("{}.role '{}' is not one of system, developer, user, "
+                                       "assistant, tool", where, role->get<std::string>()));
+    auto content = m.find("content");
+    if (content != m.end() && !content->is_null() && !content->is_string()) {
+      if (!content->is_array())
+        bad(where + ".content", fmt::format("{}.content must be a string, null or an array of "
+                                            "content parts, got {}", where, content->type_name()));
+      for (const ojson& part : *content)
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string())
+          bad(where + ".content", fmt::format("{}.content parts must be {{\"type\": \"text\", "
+                                              "\"text\": string}} (only text is supported)", where));
+    }
+  }
+  if (!ctx.chat_template)
+    bad("messages", "this model has no chat template (tokenizer_config.json has no "
+                    "chat_template): use /v1/completions");
+  ojson extra = ojson::object();
+  if (body.contains("tools") && !body["tools"].is_null()) {
+    if (!body["tools"].is_array()) bad("tools", "'tools' must be an array");
+    extra["tools"] = body["tools"];
+  }
+  if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
+    if (!body["chat_template_kwargs"].is_object())
+      bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    for (const auto& [k, v] : body["chat_template_kwargs"].items()) extra[k] = v;
+  }
+  try {
+    return ctx.chat_template->render(messages, add_generation_prompt, extra);
+  } catch (const Error& e) {
+    bad("messages", fmt::format("the chat template failed: {}", e.what()));
+  }
+}
+
+ParsedRequest parse_chat_request(const json& b, const nlohmann::ordered_json& ordered,
+                                 const ProtocolContext& ctx) {
+  ParsedRequest r;
+  r.chat = true;
+  parse_common(b, ctx, &r);
+  bool add_generation_prompt = true;
+  if (const json* v = field(b, "add_generation_prompt"))
+    add_generation_prompt = get_bool(*v, "add_generation_prompt");
+  const std::string text = render_chat_prompt(ordered, add_generation_prompt, ctx);
+  r.prompts.push_back(encode(ctx, text, "messages"));
+  if (r.prompts[0].empty()) bad("messages", "the rendered chat prompt is empty");
+  if (const json* v = field(b, "logprobs")) r.logprobs = get_bool(*v, "logprobs");
+  if (const json* v = field(b, "top_logprobs")) {
+    const int64_t n = get_int(*v, "top_logprobs");
+    if (n < 0 || n > 20) bad("top_logprobs", fmt::format("'top_logprobs' must be in [0, 20], got {}", n));
+    if (!r.logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    r.params.top_logprobs = n;
+  } else if (r.logprobs) {
+    r.params.top_logprobs = 0;
+  }
+  parse_max_tokens(b, field(b, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
+                   ctx, &r);
+  return r;
+}
+
+}  // namespace cpinfer

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `cpinfer bench serve` against a real `cpinfer serve` (one rank, tiny model): every request
+# completes with exactly --output-len tokens, the JSON has the contract's fields, and a
+# finite --request-rate and --max-concurrency work; a bad URL is a clear error.
+set -euo pipefail
+CPINFER=${1:?usage: bench_serve_cli_test.sh path/to/cpinfer}
+TMP=$(mktemp -d)
+SERVER_PID=""
+trap '[[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; tail -5 "$TMP/server.log" >&2; exit 1; }
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --out "$TMP/tiny" 2>/dev/null
+"$CPINFER" serve "$TMP/tiny" --port 0 --served-model-name tiny --max-model-len 512 \
+  --kv-cache-space 0.02 >"$TMP/server.log" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 600); do grep -q "listening on" "$TMP/server.log" && break; sleep 0.1; done
+URL=$(grep -o "http://[0-9.]*:[0-9]*" "$TMP/server.log" | head -1)
+[[ -n "$URL" ]] || fail "server did not start"
+
+"$CPINFER" bench serve --url "$URL" --num-prompts 12 --input-len 40 --output-len 9 --json \
+  >"$TMP/inf.json" 2>"$TMP/inf.err" || { cat "$TMP/inf.err"; fail "bench serve (rate inf)"; }
+"$CPINFER" bench serve --url "$URL" --num-prompts 6 --input-len 20 --output-len 5 \
+  --request-rate 30 --max-concurrency 2 --seed 3 --json >"$TMP/rate.json" 2>"$TMP/rate.err" ||
+  { cat "$TMP/rate.err"; fail "bench serve (rate 30)"; }
+node - "$TMP/inf.json" "$TMP/rate.json" <<'JS' || fail "bench serve results"
+const fs = require('fs');
+const [inf, rate] = process.argv.slice(2).map((f) => JSON.parse(fs.readFileSync(f, 'utf8').trim().split('\n').pop()));
+const fields = ['completed', 'failed', 'duration_s', 'total_input_tokens', 'total_output_tokens',
+  'request_throughput', 'output_throughput', 'total_token_throughput',
+  ...['ttft', 'tpot', 'itl', 'e2el'].flatMap((m) => ['mean', 'median', 'p90', 'p99'].map((s) => `${s}_${m}_ms`)),
+  'max_concurrent_requests', 'num_prompts', 'input_len', 'output_len', 'request_rate', 'model', 'url'];
+let bad = fields.filter((f) => !(f in inf));
+if (bad.length) { console.error('missing fields', bad); process.exit(1); }
+const ok = (c, w) => { if (!c) { console.error('FAIL:', w); process.exit(1); } };
+ok(inf.completed === 12 && inf.failed === 0, 'all 12 requests complete');
+ok(inf.total_input_tokens === 12 * 40 && inf.total_output_tokens === 12 * 9, 'token totals');
+ok(inf.median_ttft_ms > 0 && inf.median_ttft_ms <= inf.median_e2el_ms, 'ttft <= e2el');
+ok(inf.p99_itl_ms >= inf.median_itl_ms && inf.median_itl_ms > 0, 'itl percentiles');
+ok(inf.request_rate === null && inf.model === 'tiny', 'inf rate is null, model from /v1/models');
+ok(rate.completed === 6 && rate.failed === 0 && rate.max_concurrent_requests <= 2, 'rate 30, concurrency 2');
+ok(rate.request_rate === 30 && rate.total_output_tokens === 30, 'rate run totals');
+JS
+if "$CPINFER" bench serve --url "https://127.0.0.1:1" --num-prompts 1 --json >/dev/null 2>"$TMP/bad.err"; then
+  fail "an https URL must be refused"
+fi
+grep -qi "http" "$TMP/bad.err" || fail "no clear error for an https URL: $(cat "$TMP/bad.err")"
+echo "bench_serve_cli_test: all checks passed"

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# `cpinfer serve` end to end (issue 6): curl-level checks of every endpoint and bad request,
+# the official `openai` npm client (tests/server/openai_client_test.mjs), client
+# disconnects that must cancel requests and free their pages, on one rank and under
+# tp 2 x pcp 2; greedy answers under the CP layout must equal the single-rank ones, and
+# the server must be healthy with every KV page back in every rank's pool afterwards.
+set -euo pipefail
+CPINFER=${1:?usage: serve_test.sh path/to/cpinfer}
+SRC=${CPINFER_SOURCE_DIR:?}
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+MODEL="$TMP/tiny"
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --seed 5 --out "$MODEL" 2>/dev/null
+KEY=test-key
+fail() { echo "FAIL: $*" >&2; [[ -n "${LOG:-}" ]] && tail -20 "$LOG" >&2; exit 1; }
+
+start_server() {  # start_server NAME args... ; sets URL, SERVER_PID, LOG
+  local name=$1; shift
+  LOG="$TMP/$name.log"
+  "$CPINFER" serve --model "$MODEL" --port 0 --api-key "$KEY" --served-model-name tiny \
+    --max-model-len 2048 --kv-cache-space 0.05 --max-request-body-bytes 100000 "$@" \
+    >"$LOG" 2>&1 &
+  SERVER_PID=$!
+  PIDS+=("$SERVER_PID")
+  for _ in $(seq 600); do
+    if grep -q "listening on" "$LOG"; then break; fi
+    kill -0 "$SERVER_PID" 2>/dev/null || fail "server $name exited at start-up"
+    sleep 0.1
+  done
+  URL=$(grep -o "http://[0-9.]*:[0-9]*" "$LOG" | head -1)
+  [[ -n "$URL" ]] || fail "server $name did not start"
+}
+auth=(-H "Authorization: Bearer $KEY" -H "Content-Type: application/json")
+
+# status BODY_FILE method path [data]: prints the HTTP status, the body goes to BODY_FILE
+status() {
+  local out=$1 method=$2 path=$3; shift 3
+  curl -s -o "$out" -w "%{http_code}" -X "$method" "${auth[@]}" "$URL$path" "$@"
+}
+expect_error() {  # expect_error CODE WHAT curl-args...
+  local code=$1 what=$2; shift 2
+  local got
+  got=$(status "$TMP/err.json" "$@")
+  [[ "$got" == "$code" ]] || fail "$what: HTTP $got, expected $code ($(cat "$TMP/err.json"))"
+  node -e 'const e=JSON.parse(require("fs").readFileSync(process.argv[1])).error;
+    if (!e || typeof e.message!=="string" || !e.message || e.code!==+process.argv[2]) process.exit(1)' \
+    "$TMP/err.json" "$code" || fail "$what: not an OpenAI error body: $(cat "$TMP/err.json")"
+}
+metric() {  # metric NAME_WITH_LABELS: its value from /metrics
+  curl -s "$URL/metrics" | awk -v n="$1" 'index($0, n" ") == 1 { print $2 }'
+}
+# Waits until nothing runs or waits and every rank's audited free pages equal the pool.
+wait_all_pages_back() {
+  local ranks=$1 total ok
+  for _ in $(seq 300); do
+    total=$(metric 'cpinfer:kv_pages_total{model_name="tiny"}')
+    ok=1
+    [[ "$(metric 'vllm:num_requests_running{model_name="tiny"}')" == 0 ]] || ok=0
+    [[ "$(metric 'vllm:num_requests_waiting{model_name="tiny"}')" == 0 ]] || ok=0
+    for r in $(seq 0 $((ranks - 1))); do
+      [[ "$(metric "cpinfer:kv_pages_free_audited{model_name=\"tiny\",rank=\"$r\"}")" == "$total" ]] || ok=0
+      [[ "$(metric "cpinfer:kv_pages_used{model_name=\"tiny\",rank=\"$r\"}")" == 0 ]] || ok=0
+    done
+    ((ok)) && break
+    sleep 0.1
+  done
+  ((ok)) || { curl -s "$URL/metrics" | grep -E "kv_|num_requests" >&2; fail "KV pages did not all come back"; }
+  [[ "$(metric 'cpinfer:kv_audit_mismatches_total{model_name="tiny"}')" == 0 ]] ||
+    fail "a rank's KV pool disagreed with the scheduler's account"
+}
+
+curl_checks() {
+  local ranks=$1
+  [[ "$(curl -s -o /dev/null -w "%{http_code}" "$URL/health")" == 200 ]] || fail "/health"
+  # Authentication, routing and malformed bodies.
+  local got
+  got=$(curl -s -o "$TMP/err.json" -w "%{http_code}" "$URL/v1/models")
+  [[ "$got" == 401 ]] || fail "/v1/models without a key: HTTP $got"
+  expect_error 404 "unknown path" GET /v1/nothing
+  expect_error 400 "invalid JSON" POST /v1/completions -d '{"prompt": "x", '
+  expect_error 400 "body not an object" POST /v1/completions -d '[1, 2]'
+  expect_error 400 "prompt missing" POST /v1/completions -d '{"max_tokens": 3}'
+  expect_error 400 "max_tokens a string" POST /v1/completions -d '{"prompt": "x", "max_tokens": "5"}'
+  expect_error 400 "stop not a string" POST /v1/completions -d '{"prompt": "x", "stop": 5}'
+  expect_error 400 "stream_options without stream" POST /v1/completions -d '{"prompt": "x", "stream_options": {"include_usage": true}}'
+  expect_error 400 "messages missing" POST /v1/chat/completions -d '{"model": "tiny"}'
+  expect_error 400 "unknown role" POST /v1/chat/completions -d '{"messages": [{"role": "wizard", "content": "x"}]}'
+  expect_error 400 "top_logprobs without logprobs" POST /v1/chat/completions -d '{"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}'
+  head -c 200000 /dev/zero | tr '\0' 'a' | sed 's/^/{"prompt": "/; s/$/"}/' >"$TMP/big.json"
+  expect_error 413 "body over the cap" POST /v1/completions --data-binary "@$TMP/big.json"
+  # Malformed HTTP on a raw socket must not hurt the server.
+  local hp=${URL#http://}
+  { printf 'GARBAGE \x01\x02 HTTP/9\r\n\r\n' >"/dev/tcp/${hp%:*}/${hp#*:}"; } 2>/dev/null || true
+  { printf 'POST /v1/completions HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n{' >"/dev/tcp/${hp%:*}/${hp#*:}"; } 2>/dev/null || true
+  # tokenize / detokenize round trip, against `cpinfer tokenize`.
+  got=$(status "$TMP/tok.json" POST /tokenize -d '{"prompt": "Hello, world! 你好"}')
+  [[ "$got" == 200 ]] || fail "/tokenize: HTTP $got"
+  local ids want
+  ids=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).tokens.join(","))' "$TMP/tok.json")
+  want=$("$CPINFER" tokenize --model "$MODEL" --text "Hello, world! 你好" 2>/dev/null | node -e 'console.log(JSON.parse(require("fs").readFileSync(0)).ids.join(","))')
+  [[ "$ids" == "$want" ]] || fail "/tokenize ids $ids != cpinfer tokenize $want"
+  got=$(status "$TMP/detok.json" POST /detokenize -d "{\"tokens\": [$ids]}")
+  grep -q '"prompt":"Hello, world! 你好"' "$TMP/detok.json" || fail "/detokenize: $(cat "$TMP/detok.json")"
+  # The chat prompt the server builds (messages + tools through the model's real chat
+  # template) equals @huggingface/jinja's rendering, tokenized by `cpinfer tokenize`.
+  cat >"$TMP/conv.json" <<'JSON'
+{"date_string": "26 Jul 2024", "conversations": [{"name": "tools", "messages": [
+  {"role": "system", "content": "You are a helpful assistant."},
+  {"role": "user", "content": "What is the weather in Paris? 🌦"}],
+  "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]}]}
+JSON
+  node "$SRC/tests/tools/render_chat_reference.js" "$TMP/conv.json" "$MODEL" |
+    node -e 'const r=JSON.parse(require("fs").readFileSync(0)).find(x=>x.add_generation_prompt); process.stdout.write(r.output)' >"$TMP/conv.txt"
+  want=$("$CPINFER" tokenize --model "$MODEL" --text-file "$TMP/conv.txt" 2>/dev/null | node -e 'console.log(JSON.parse(require("fs").readFileSync(0)).ids.join(","))')
+  node -e 'const c=JSON.parse(require("fs").readFileSync(process.argv[1])).conversations[0];
+    console.log(JSON.stringify({messages: c.messages, tools: c.tools}))' "$TMP/conv.json" >"$TMP/conv_req.json"
+  got=$(status "$TMP/tokc.json" POST /tokenize --data-binary "@$TMP/conv_req.json")
+  [[ "$got" == 200 ]] || fail "/tokenize messages: HTTP $got $(cat "$TMP/tokc.json")"
+  ids=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).tokens.join(","))' "$TMP/tokc.json")
+  [[ "$ids" == "$want" ]] || fail "chat prompt with tools differs from the reference rendering"
+  # A streamed request with curl: SSE events, ending with [DONE].
+  curl -s -N "${auth[@]}" "$URL/v1/completions" \
+    -d '{"prompt": [11, 22, 33], "max_tokens": 5, "temperature": 0, "ignore_eos": true, "stream": true}' >"$TMP/sse.txt"
+  [[ "$(grep -c '^data: {' "$TMP/sse.txt")" == 5 ]] || fail "SSE: expected 5 chunks: $(cat "$TMP/sse.txt")"
+  [[ "$(grep '^data: ' "$TMP/sse.txt" | tail -1)" == "data: [DONE]" ]] || fail "SSE does not end with [DONE]"
+  # Clients that disconnect: a stream and a whole response, both long; their requests must
+  # be cancelled and their pages freed.
+  curl -s -N --max-time 2 "${auth[@]}" "$URL/v1/completions" \
+    -d '{"prompt": [5, 6, 7], "max_tokens": 1900, "ignore_eos": true, "stream": true}' >/dev/null || true
+  curl -s --max-time 2 "${auth[@]}" "$URL/v1/completions" \
+    -d '{"prompt": [5, 6, 8], "max_tokens": 1900, "ignore_eos": true}' >/dev/null || true
+  wait_all_pages_back "$ranks"
+  [[ "$(metric 'vllm:request_success_total{model_name="tiny",finished_reason="abort"}')" -ge 2 ]] ||
+    fail "the disconnected requests were not aborted"
+  curl -s "$URL/metrics" >"$TMP/metrics.txt"
+  for m in vllm:time_to_first_token_seconds_bucket vllm:inter_token_latency_seconds_bucket \
+           vllm:e2e_request_latency_seconds_count vllm:num_requests_running \
+           vllm:num_requests_waiting vllm:kv_cache_usage_perc; do
+    grep -q "^$m" "$TMP/metrics.txt" || fail "/metrics lacks $m"
+  done
+}
+
+run_layout() {  # run_layout NAME RANKS layout-args...
+  local name=$1 ranks=$2; shift 2
+  start_server "$name" "$@"
+  curl_checks "$ranks"
+  node "$SRC/tests/server/openai_client_test.mjs" "$URL" "$KEY" tiny "$TMP/$name.answers.json" ||
+    fail "openai client checks ($name)"
+  wait_all_pages_back "$ranks"
+  [[ "$(curl -s -o /dev/null -w "%{http_code}" "$URL/health")" == 200 ]] || fail "unhealthy after the load ($name)"
+  kill -TERM "$SERVER_PID"
+  local rc=0
+  wait "$SERVER_PID" || rc=$?
+  echo "$name: server exited with $rc after SIGTERM"
+}
+
+run_layout one-rank 1 --max-num-batched-tokens 256
+run_layout tp2-pcp2 2 -tp 2 -pcp 2 --cp-kv-cache-interleave-size 4
+cmp "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" ||
+  fail "greedy answers under tp 2 x pcp 2 differ from one rank: $(diff "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" | head -5)"
+echo "serve_test: all checks passed"
