@@ -8,6 +8,12 @@
 //   kv_bytes_per_rank  K/V bytes one rank holds for this request at its end (rank 0's
 //                 share, the largest: up to one interleave unit over L / W)
 //   kv_bytes_without_cp  the same rank's figure with W = 1 (same TP), for the ratio
+//   mfu           prefill: model FLOPs (linear layers, causal attention, LM head of the last
+//                 token; model_cost.h) / (ttft_s x the fp32 FMA peak of the cores used);
+//                 cores used = min(ranks x threads per rank, CPUs), the per-core peak is
+//                 measured by this binary after the timed runs (as `bench peak`)
+//   mbu           decode: bytes read per token (weights once, K/V of the mean context) /
+//                 (itl_s x the DRAM read bandwidth of rank 0's threads, measured likewise)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -25,7 +31,9 @@
 #include "dist/comm.h"
 #include "dist/launcher.h"
 #include "engine/step_executor.h"
+#include "kernels/peak.h"
 #include "kernels/sampling.h"
+#include "model/model_cost.h"
 
 namespace cpinfer {
 
@@ -110,6 +118,20 @@ int run_latency(const LatencyArgs& a) {
                  median(t.itl));
   }
   exec.shutdown();
+  // The machine's peaks, measured now that the other ranks are idle.
+  PeakOptions po;
+  po.seconds = 0.2;
+  po.repeats = 3;
+  po.read_bytes = int64_t(512) << 20;
+  const PeakResult peak = measure_peak(global_pool(), po);
+  const int64_t cores = std::min<int64_t>(int64_t(comm.size()) * global_pool().size(),
+                                          available_cpus());
+  const double flops = prefill_flops(config, a.input_len);
+  const int64_t kv_elem = a.kv_dtype == "bf16" ? 2 : 4;
+  const int64_t kv_token = 2 * config.num_layers * config.num_kv_heads * config.head_dim * kv_elem;
+  // Mean context over the timed decode steps: input_len + 1 ... input_len + output_len - 1.
+  const int64_t mean_context = a.input_len + a.output_len / 2;
+  const double bytes = decode_bytes_per_token(config, weight_bytes_of(config), mean_context, kv_token);
   const CpRanks& cp = runner.cp_ranks();
   KvOwnership own{cp.world(), cp.interleave};
   const int64_t cached = a.input_len + a.output_len - 1;
@@ -134,6 +156,13 @@ int run_latency(const LatencyArgs& a) {
   // What this rank would hold with the same TP but no context parallelism (W = 1).
   j["kv_bytes_without_cp"] = cached * runner.kv_bytes_per_local_token();
   j["kv_cache_dtype"] = a.kv_dtype;
+  j["prefill_flops"] = flops;
+  j["decode_bytes_per_token"] = bytes;
+  j["peak_fma_gflops_per_core"] = peak.fma_gflops_1t;
+  j["peak_read_gbps"] = peak.read_gbps_nt;
+  j["cores_used"] = cores;
+  j["mfu"] = flops / (median(ttft) * peak.fma_gflops_1t * 1e9 * double(cores));
+  j["mbu"] = itl.empty() ? 0.0 : bytes / (median(itl) * peak.read_gbps_nt * 1e9);
   j["peak_rss_bytes"] = peak_rss_bytes();  // rank 0's
   if (a.json) std::printf("%s\n", j.dump().c_str());
   else std::printf("%s\n", j.dump(2).c_str());

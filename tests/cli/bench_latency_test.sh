@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# `cpinfer bench latency`: the JSON fields, their consistency (tokens/s from the times, MFU
+# and MBU from the model's FLOPs / bytes and the measured peaks), on one rank and under
+# pcp 2 (KV per rank about half of the single-rank figure).
+set -euo pipefail
+CPINFER=${1:?usage: bench_latency_test.sh path/to/cpinfer}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --out "$TMP/tiny" 2>/dev/null
+"$CPINFER" bench latency --model "$TMP/tiny" --input-len 96 --output-len 5 --num-iters 2 \
+  --warmup 0 --json >"$TMP/one.json" 2>/dev/null
+"$CPINFER" bench latency --model "$TMP/tiny" --input-len 96 --output-len 5 --num-iters 1 \
+  --warmup 0 -pcp 2 --json >"$TMP/pcp.json" 2>/dev/null
+node - "$TMP/one.json" "$TMP/pcp.json" <<'JS'
+const fs = require('fs');
+const [one, pcp] = process.argv.slice(2).map((f) => JSON.parse(fs.readFileSync(f, 'utf8').trim().split('\n').pop()));
+const fail = (m) => { console.error('FAIL:', m); process.exit(1); };
+for (const k of ['ttft_s', 'itl_s', 'prefill_tokens_per_s', 'decode_tokens_per_s', 'comm_s', 'comm_decode_s',
+  'kv_bytes_per_rank', 'kv_bytes_without_cp', 'peak_rss_bytes', 'mfu', 'mbu', 'prefill_flops',
+  'decode_bytes_per_token', 'peak_fma_gflops_per_core', 'peak_read_gbps', 'cores_used'])
+  for (const r of [one, pcp]) if (typeof r[k] !== 'number' || !(r[k] >= 0)) fail(`field ${k}: ${r[k]}`);
+const near = (a, b) => Math.abs(a - b) <= 1e-6 * Math.abs(b);
+for (const r of [one, pcp]) {
+  if (!near(r.prefill_tokens_per_s, 96 / r.ttft_s)) fail('prefill tokens/s != input_len / ttft');
+  if (!near(r.decode_tokens_per_s, 1 / r.itl_s)) fail('decode tokens/s != 1 / itl');
+  if (!near(r.mfu, r.prefill_flops / (r.ttft_s * r.peak_fma_gflops_per_core * 1e9 * r.cores_used))) fail('mfu formula');
+  if (!near(r.mbu, r.decode_bytes_per_token / (r.itl_s * r.peak_read_gbps * 1e9))) fail('mbu formula');
+  if (!(r.mfu > 0 && r.mfu < 1.2 && r.mbu > 0 && r.mbu < 2)) fail(`mfu ${r.mfu} / mbu ${r.mbu} out of range`);
+}
+if (one.kv_bytes_per_rank !== one.kv_bytes_without_cp) fail('one rank: kv per rank != without cp');
+if (!(pcp.kv_bytes_per_rank <= pcp.kv_bytes_without_cp / 2 + 8 * 4096)) fail('pcp 2: kv per rank not about half');
+if (pcp.world_size !== 2 || pcp.layout.pcp !== 2) fail('pcp 2 layout');
+console.log('bench_latency_test: all checks passed');
+JS
