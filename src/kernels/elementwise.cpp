@@ -11,15 +11,17 @@
 
 namespace cpinfer {
 
-namespace {
-
-const elementwise_impl::Kernels& kernels() {
+const elementwise_impl::Kernels& elementwise_impl::active_kernels() {
   switch (active_isa()) {
-    case Isa::Avx512: return elementwise_impl::avx512_kernels();
-    case Isa::Avx2: return elementwise_impl::avx2_kernels();
-    default: return elementwise_impl::generic_kernels();
+    case Isa::Avx512: return avx512_kernels();
+    case Isa::Avx2: return avx2_kernels();
+    default: return generic_kernels();
   }
 }
+
+namespace {
+
+const elementwise_impl::Kernels& kernels() { return elementwise_impl::active_kernels(); }
 
 // Rows per pool chunk so that a chunk holds at least this many elements: below that the
 // hand-off to another thread costs more than the work (decode rows run inline).

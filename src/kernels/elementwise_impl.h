@@ -25,5 +25,7 @@ struct Kernels {
 const Kernels& generic_kernels();
 const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
+// The table of the active ISA (core/cpu_features.h).
+const Kernels& active_kernels();
 
 }  // namespace cpinfer::elementwise_impl

@@ -52,7 +52,9 @@ bool is_float_weight(DType t) { return t == DType::F32 || t == DType::BF16 || t 
 // to M = 8 at any K, and up to M ~ 40 while a group of 4 x rows (16 K bytes) fits in L1.
 std::atomic<int> g_forced_path{int(linear_impl::Path::Auto)};
 
-bool use_gemv(int64_t M, int64_t K) {
+}  // namespace
+
+bool linear_impl::use_gemv(int64_t M, int64_t K) {
   switch (linear_impl::Path(g_forced_path.load(std::memory_order_relaxed))) {
     case linear_impl::Path::Gemv: return true;
     case linear_impl::Path::Gemm: return false;
@@ -60,8 +62,11 @@ bool use_gemv(int64_t M, int64_t K) {
   }
 }
 
-// Below this many multiply-adds per task the pool's hand-off costs more than it saves.
-constexpr int64_t kMinMacsPerTask = 1 << 16;
+const linear_impl::Kernels& linear_impl::active_kernels() { return kernels_for(active_isa()); }
+
+namespace {
+
+using linear_impl::kMinMacsPerTask;
 
 // Decode: split the W rows into contiguous ranges (a few per thread, so an oversubscribed
 // rank still balances), each streamed once for all M rows.
@@ -118,8 +123,8 @@ void run_gemm(const linear_impl::Kernels& kern, const float* x, int64_t M, int64
 
 void linear_impl::force_path(Path p) { g_forced_path.store(int(p)); }
 
-void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
-            float* y, int64_t ldy, ThreadPool& pool) {
+void linear_impl::check_args(const float* x, int64_t M, int64_t ldx, const WeightView& w,
+                             const float* y, int64_t ldy) {
   CPI_CHECK(is_float_weight(w.dtype), "linear: weight dtype {} is not F32, BF16 or F16",
             dtype_name(w.dtype));
   CPI_CHECK(w.rows >= 1 && w.cols >= 1, "linear: weight shape [{}, {}] must be non-empty",
@@ -130,10 +135,15 @@ void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const f
   CPI_CHECK(M >= 0, "linear: M = {} is negative", M);
   CPI_CHECK(ldx >= w.cols, "linear: x row stride {} is less than K = {}", ldx, w.cols);
   CPI_CHECK(ldy >= w.rows, "linear: y row stride {} is less than N = {}", ldy, w.rows);
+  CPI_CHECK(M == 0 || (x != nullptr && y != nullptr), "linear: x or y is null for M = {}", M);
+}
+
+void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+            float* y, int64_t ldy, ThreadPool& pool) {
+  linear_impl::check_args(x, M, ldx, w, y, ldy);
   if (M == 0) return;
-  CPI_CHECK(x != nullptr && y != nullptr, "linear: x or y is null for M = {}", M);
-  const linear_impl::Kernels& kern = kernels_for(active_isa());
-  if (use_gemv(M, w.cols)) run_gemv(kern, x, M, ldx, w, bias, y, ldy, pool);
+  const linear_impl::Kernels& kern = linear_impl::active_kernels();
+  if (linear_impl::use_gemv(M, w.cols)) run_gemv(kern, x, M, ldx, w, bias, y, ldy, pool);
   else run_gemm(kern, x, M, ldx, w, bias, y, ldy, pool);
 }
 

@@ -36,6 +36,15 @@ struct Kernels {
 // both paths at every M. Process-wide; tests set it and restore Auto.
 enum class Path { Auto, Gemv, Gemm };
 void force_path(Path p);
+// The path linear() takes for M rows of x with K columns (honours force_path).
+bool use_gemv(int64_t M, int64_t K);
+// linear()'s argument checks (dtype, shapes, strides, null pointers); throws Error.
+void check_args(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* y,
+                int64_t ldy);
+// The kernel table of the active ISA.
+const Kernels& active_kernels();
+// Below this many multiply-adds per task the pool's hand-off costs more than it saves.
+constexpr int64_t kMinMacsPerTask = 1 << 16;
 
 const Kernels& generic_kernels();
 const Kernels& avx2_kernels();

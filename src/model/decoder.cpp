@@ -6,6 +6,7 @@
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/linear.h"
+#include "kernels/linear_fused.h"
 #include "model/rope.h"
 
 namespace cpinfer {
@@ -90,11 +91,13 @@ void Decoder::forward(const ForwardBatch& b, float* logits) {
     if (l == 0) rms_norm(x, L.input_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
     else add_rms_norm(x, h, L.input_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
     auto bias = [](const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
-    linear(h, T, H, L.q, bias(L.q_bias), qkv, qkv_w, pool_);
-    linear(h, T, H, L.k, bias(L.k_bias), qkv + qd, qkv_w, pool_);
-    linear(h, T, H, L.v, bias(L.v_bias), qkv + qd + kvd, qkv_w, pool_);
-    rope_apply(qkv, T, Hq, D, qkv_w, rope_cos_.data(), rope_sin_.data(), pool_);
-    rope_apply(qkv + qd, T, Hkv, D, qkv_w, rope_cos_.data(), rope_sin_.data(), pool_);
+    // q | k | v in one pass over the pool, then RoPE over the q and k heads together (they
+    // are adjacent in each row: Hq + Hkv heads of D).
+    const LinearPart qkv_parts[3] = {{L.q, bias(L.q_bias), qkv, qkv_w},
+                                     {L.k, bias(L.k_bias), qkv + qd, qkv_w},
+                                     {L.v, bias(L.v_bias), qkv + qd + kvd, qkv_w}};
+    linear_fused(h, T, H, qkv_parts, pool_);
+    rope_apply(qkv, T, Hq + Hkv, D, qkv_w, rope_cos_.data(), rope_sin_.data(), pool_);
     if (cp) {
       cp_attention_->run(*cp, l, cache_, qkv, qkv + qd, qkv + qd + kvd, qkv_w, sm_scale,
                          attn_.data(), pool_);
@@ -107,9 +110,7 @@ void Decoder::forward(const ForwardBatch& b, float* logits) {
     if (tp_size_ > 1) comm_->all_reduce_sum(h, size_t(T * H), DType::F32, Group::Tp);
     // x += attn_out; h = norm(x)
     add_rms_norm(x, h, L.post_attention_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
-    linear(h, T, H, L.gate, nullptr, gu_.data(), 2 * I, pool_);
-    linear(h, T, H, L.up, nullptr, gu_.data() + I, 2 * I, pool_);
-    silu_mul(gu_.data(), T, I, act_.data(), pool_);
+    linear_gate_up_silu(h, T, H, L.gate, L.up, gu_.data(), act_.data(), pool_);
     linear(act_.data(), T, I, L.down, nullptr, h, H, pool_);
     if (tp_size_ > 1) comm_->all_reduce_sum(h, size_t(T * H), DType::F32, Group::Tp);
   }

@@ -1,0 +1,109 @@
+#include "kernels/linear_fused.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "kernels/elementwise_impl.h"
+#include "kernels/linear_impl.h"
+
+namespace cpinfer {
+
+namespace {
+
+// Work units are blocks of B output rows of one part: whole GEMM strips, or 16 rows for
+// the GEMV (no two tasks share a 64-byte line of y). Units are numbered part after part.
+// Example, B 32, parts q [896], k [128], v [128]: units 0-27 are q's, 28-31 k's, 32-35 v's;
+// tasks take contiguous runs of them.
+int64_t unit_rows(bool gemv, const linear_impl::Kernels& k) { return gemv ? 16 : k.nr; }
+
+// Tasks over `units` units: about four per thread for the GEMV (an oversubscribed rank
+// still balances), about one packed panel each for the GEMM, never below kMinMacsPerTask.
+int64_t task_count(bool gemv, const linear_impl::Kernels& k, int64_t units, int64_t macs,
+                   int64_t threads) {
+  int64_t t = gemv ? threads * 4 : (units + k.nc_strips - 1) / k.nc_strips;
+  if (!gemv) t = (t + threads - 1) / threads * threads;
+  t = std::min({t, units, std::max<int64_t>(1, macs / linear_impl::kMinMacsPerTask)});
+  return std::max<int64_t>(t, 1);
+}
+
+// Runs units [u0, u1) on one thread: one kernel call per part it touches (so the GEMM
+// packs its panels as linear() does).
+void run_units(const linear_impl::Kernels& k, bool gemv, const float* x, int64_t M, int64_t ldx,
+               std::span<const LinearPart> parts, int64_t B, int64_t u0, int64_t u1) {
+  int64_t first = 0;  // first unit of part p
+  for (const LinearPart& p : parts) {
+    const int64_t count = (p.w.rows + B - 1) / B;
+    const int64_t a = std::max(u0, first) - first, b = std::min(u1, first + count) - first;
+    if (a < b) {
+      const int64_t n0 = a * B, n1 = std::min(p.w.rows, b * B);
+      if (gemv) k.gemv(x, M, ldx, p.w, p.bias, p.y, p.ldy, n0, n1);
+      else k.gemm(x, ldx, p.w, p.bias, p.y, p.ldy, 0, M, n0, n1);
+    }
+    first += count;
+  }
+}
+
+void check_parts(const float* x, int64_t M, int64_t ldx, std::span<const LinearPart> parts) {
+  CPI_CHECK(!parts.empty(), "linear_fused: no parts");
+  for (const LinearPart& p : parts) {
+    linear_impl::check_args(x, M, ldx, p.w, p.y, p.ldy);
+    CPI_CHECK(p.w.cols == parts[0].w.cols, "linear_fused: parts have K = {} and K = {}",
+              parts[0].w.cols, p.w.cols);
+  }
+}
+
+}  // namespace
+
+void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const LinearPart> parts,
+                  ThreadPool& pool) {
+  check_parts(x, M, ldx, parts);
+  if (M == 0) return;
+  const linear_impl::Kernels& k = linear_impl::active_kernels();
+  const bool gemv = linear_impl::use_gemv(M, parts[0].w.cols);
+  const int64_t B = unit_rows(gemv, k);
+  int64_t units = 0, macs = 0;
+  for (const LinearPart& p : parts) {
+    units += (p.w.rows + B - 1) / B;
+    macs += M * p.w.rows * p.w.cols;
+  }
+  const int64_t tasks = task_count(gemv, k, units, macs, pool.size());
+  pool.run(tasks, [&](int64_t t, int) {
+    run_units(k, gemv, x, M, ldx, parts, B, units * t / tasks, units * (t + 1) / tasks);
+  });
+}
+
+void linear_gate_up_silu(const float* x, int64_t M, int64_t ldx, const WeightView& gate,
+                         const WeightView& up, float* gu, float* act, ThreadPool& pool) {
+  const int64_t F = gate.rows;
+  const LinearPart parts[2] = {{gate, nullptr, gu, 2 * F}, {up, nullptr, gu + F, 2 * F}};
+  check_parts(x, M, ldx, parts);
+  CPI_CHECK(up.rows == F, "linear_gate_up_silu: gate has {} rows, up {}", F, up.rows);
+  CPI_CHECK(act != nullptr || M == 0, "linear_gate_up_silu: act is null");
+  if (M == 0) return;
+  const linear_impl::Kernels& k = linear_impl::active_kernels();
+  const elementwise_impl::Kernels& ek = elementwise_impl::active_kernels();
+  const bool gemv = linear_impl::use_gemv(M, gate.cols);
+  const int64_t B = unit_rows(gemv, k);
+  // A task owns a block of columns [c0, c1) of F: it computes gate and up rows c0..c1
+  // (gu[:, c0:c1] and gu[:, F + c0 : F + c1]), then act[:, c0:c1] = silu(gate) * up.
+  const int64_t blocks = (F + B - 1) / B;
+  const int64_t tasks = std::min(
+      blocks, std::max<int64_t>(1, task_count(gemv, k, 2 * blocks, 2 * M * F * gate.cols,
+                                               pool.size()) / 2));
+  pool.run(tasks, [&](int64_t t, int) {
+    const int64_t c0 = std::min(F, blocks * t / tasks * B);
+    const int64_t c1 = std::min(F, blocks * (t + 1) / tasks * B);
+    if (c0 >= c1) return;
+    if (gemv) {
+      k.gemv(x, M, ldx, gate, nullptr, gu, 2 * F, c0, c1);
+      k.gemv(x, M, ldx, up, nullptr, gu + F, 2 * F, c0, c1);
+    } else {
+      k.gemm(x, ldx, gate, nullptr, gu, 2 * F, 0, M, c0, c1);
+      k.gemm(x, ldx, up, nullptr, gu + F, 2 * F, 0, M, c0, c1);
+    }
+    for (int64_t m = 0; m < M; ++m)
+      ek.silu_mul(gu + m * 2 * F + c0, gu + m * 2 * F + F + c0, c1 - c0, act + m * F + c0);
+  });
+}
+
+}  // namespace cpinfer

@@ -1,0 +1,35 @@
+// Linear layers that read the same input, run as one pass over the thread pool: the
+// q / k / v projections, and gate / up with SiLU-and-multiply applied to each task's
+// columns while they are still in cache (no separate pass over the [M, 2F] activations).
+// Same kernels, same per-element arithmetic as linear(): results are identical to calling
+// linear() per part.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "kernels/linear.h"
+
+namespace cpinfer {
+
+// One output of a fused linear: y[M, w.rows] (row stride ldy) = x · w^T (+ bias).
+struct LinearPart {
+  WeightView w;
+  const float* bias = nullptr;  // [w.rows] or null
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+
+// Every part over the same x[M, K] (all parts have K columns). The output rows of all parts
+// are split into tasks together, so small parts (k, v: 2 heads) do not each pay for a pool
+// round of their own. Throws Error like linear() for bad shapes, or when K differs.
+// Allocates nothing.
+void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const LinearPart> parts,
+                  ThreadPool& pool);
+
+// gate, up: [F, K]. gu: [M, 2F] scratch (gate columns, then up columns, per row, as
+// silu_mul's input); act[M, F] = silu(x · gate^T) * (x · up^T). Each task computes a block
+// of columns of both and then their product.
+void linear_gate_up_silu(const float* x, int64_t M, int64_t ldx, const WeightView& gate,
+                         const WeightView& up, float* gu, float* act, ThreadPool& pool);
+
+}  // namespace cpinfer

@@ -1,0 +1,137 @@
+// linear_fused and linear_gate_up_silu give exactly what linear() per part (and silu_mul)
+// give — same kernels, same arithmetic per element — for every ISA, both paths (GEMV and
+// packed GEMM), pools of 1 and 2 threads, odd sizes, bf16 and f32 weights and bias. (linear()
+// and silu_mul() are checked against float64 references in linear_test / elementwise_test.)
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/elementwise.h"
+#include "kernels/linear.h"
+#include "kernels/linear_fused.h"
+#include "kernels/linear_impl.h"
+
+namespace cpinfer {
+namespace {
+
+struct Weight {
+  std::vector<uint16_t> bf;
+  std::vector<float> f;
+  WeightView view;
+};
+
+Weight make_weight(DType dt, int64_t rows, int64_t cols, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  Weight w;
+  const size_t n = size_t(rows * cols);
+  if (dt == DType::BF16) {
+    w.bf.resize(n);
+    for (auto& b : w.bf) b = bf16(nd(rng)).bits;
+  } else {
+    w.f.resize(n);
+    for (auto& v : w.f) v = nd(rng);
+  }
+  w.view.data = dt == DType::BF16 ? static_cast<const void*>(w.bf.data()) : w.f.data();
+  w.view.dtype = dt;
+  w.view.rows = rows;
+  w.view.cols = cols;
+  w.view.ld = cols;
+  return w;
+}
+
+std::vector<Isa> isas() { return supported_isas(); }
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(LinearFused, EqualsLinearPerPart) {
+  std::mt19937 rng(5);
+  static ThreadPool one(1), two(2);
+  const Isa saved = active_isa();
+  for (Isa isa : isas())
+    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm})
+      for (DType dt : {DType::BF16, DType::F32})
+        for (int64_t M : {1, 3, 9, 40, 77})
+          for (int64_t K : {64, 67}) {
+            set_active_isa(isa);
+            linear_impl::force_path(path);
+            // q / k / v shaped parts (odd sizes too), one with a bias.
+            const std::vector<int64_t> rows = {96, 17, 33};
+            std::vector<Weight> ws;
+            for (int64_t r : rows) ws.push_back(make_weight(dt, r, K, rng));
+            std::vector<float> bias(17);
+            for (auto& b : bias) b = float(rng() % 100) / 50.f;
+            std::vector<float> x(size_t(M * K));
+            for (auto& v : x) v = float(int(rng() % 200) - 100) / 64.f;
+            const int64_t ldy = 96 + 17 + 33 + 5;
+            for (ThreadPool* pool : {&one, &two}) {
+              std::vector<float> fused(size_t(M * ldy), -1.f), ref(size_t(M * ldy), -1.f);
+              std::vector<LinearPart> parts;
+              int64_t off = 0;
+              for (size_t p = 0; p < rows.size(); ++p) {
+                parts.push_back({ws[p].view, p == 1 ? bias.data() : nullptr, fused.data() + off, ldy});
+                linear(x.data(), M, K, ws[p].view, p == 1 ? bias.data() : nullptr, ref.data() + off,
+                       ldy, *pool);
+                off += rows[p];
+              }
+              linear_fused(x.data(), M, K, parts, *pool);
+              ASSERT_TRUE(same_bits(fused, ref))
+                  << isa_name(isa) << " path " << int(path) << " dtype " << dtype_name(dt) << " M "
+                  << M << " K " << K << " threads " << pool->size();
+            }
+          }
+  linear_impl::force_path(linear_impl::Path::Auto);
+  set_active_isa(saved);
+}
+
+TEST(LinearFused, GateUpSiluEqualsLinearThenSiluMul) {
+  std::mt19937 rng(9);
+  static ThreadPool one(1), two(2);
+  const Isa saved = active_isa();
+  for (Isa isa : isas())
+    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm})
+      for (int64_t M : {1, 8, 33})
+        for (int64_t F : {40, 129}) {
+          set_active_isa(isa);
+          linear_impl::force_path(path);
+          const int64_t K = 72;
+          Weight g = make_weight(DType::BF16, F, K, rng), u = make_weight(DType::BF16, F, K, rng);
+          std::vector<float> x(size_t(M * K));
+          for (auto& v : x) v = float(int(rng() % 200) - 100) / 128.f;
+          for (ThreadPool* pool : {&one, &two}) {
+            std::vector<float> gu(size_t(M * 2 * F)), act(size_t(M * F));
+            std::vector<float> gu_ref(size_t(M * 2 * F)), act_ref(size_t(M * F));
+            linear(x.data(), M, K, g.view, nullptr, gu_ref.data(), 2 * F, *pool);
+            linear(x.data(), M, K, u.view, nullptr, gu_ref.data() + F, 2 * F, *pool);
+            silu_mul(gu_ref.data(), M, F, act_ref.data(), *pool);
+            linear_gate_up_silu(x.data(), M, K, g.view, u.view, gu.data(), act.data(), *pool);
+            ASSERT_TRUE(same_bits(act, act_ref))
+                << isa_name(isa) << " path " << int(path) << " M " << M << " F " << F;
+          }
+        }
+  linear_impl::force_path(linear_impl::Path::Auto);
+  set_active_isa(saved);
+}
+
+TEST(LinearFused, BadShapesAreErrors) {
+  std::mt19937 rng(1);
+  Weight a = make_weight(DType::F32, 8, 16, rng), b = make_weight(DType::F32, 8, 12, rng);
+  std::vector<float> x(32), y(64);
+  const LinearPart mixed[2] = {{a.view, nullptr, y.data(), 8}, {b.view, nullptr, y.data(), 8}};
+  EXPECT_THROW(linear_fused(x.data(), 2, 16, mixed, global_pool()), Error);
+  EXPECT_THROW(linear_fused(x.data(), 2, 16, std::span<const LinearPart>(), global_pool()), Error);
+  Weight c = make_weight(DType::F32, 9, 16, rng);
+  std::vector<float> gu(64), act(32);
+  EXPECT_THROW(linear_gate_up_silu(x.data(), 2, 16, a.view, c.view, gu.data(), act.data(), global_pool()),
+               Error);
+}
+
+}  // namespace
+}  // namespace cpinfer
