@@ -6,23 +6,13 @@
 #include "model/model_config.h"
 #include "model/model_cost.h"
 #include "model/safetensors.h"
+#include "model/synthetic_model.h"
 #include "support/test_models.h"
 
 namespace cpinfer {
 namespace {
 
-ModelConfig qwen05() {
-  ModelConfig c;
-  c.hidden_size = 896;
-  c.intermediate_size = 4864;
-  c.num_layers = 24;
-  c.num_q_heads = 14;
-  c.num_kv_heads = 2;
-  c.head_dim = 64;
-  c.vocab_size = 151936;
-  c.torch_dtype = "bfloat16";
-  return c;
-}
+ModelConfig qwen05() { return preset_config("qwen2.5-0.5b"); }  // bf16, 24 layers
 
 TEST(ModelCost, Qwen05HandWorked) {
   const ModelConfig c = qwen05();
