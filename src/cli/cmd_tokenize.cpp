@@ -18,7 +18,7 @@ namespace {
 
 struct TokenizeArgs {
   std::string model_dir, tokenizer_path, text, text_file, decode_ids;
-  bool lines = false, skip_special = false;
+  bool lines = false, skip_special = false, add_special = false;
 };
 
 void print_ids(const std::vector<int32_t>& ids) {
@@ -41,7 +41,7 @@ int run_tokenize(const TokenizeArgs& a) {
   }
   const std::string text = a.text_file.empty() ? a.text : read_text_file(a.text_file, "--text-file");
   if (!a.lines) {
-    print_ids(tok.encode(text));
+    print_ids(tok.encode(text, a.add_special));
     return 0;
   }
   // One object per line of the input, the line without its '\n' ("\r" is kept).
@@ -49,7 +49,7 @@ int run_tokenize(const TokenizeArgs& a) {
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
-    print_ids(tok.encode(std::string_view(text).substr(start, end - start)));
+    print_ids(tok.encode(std::string_view(text).substr(start, end - start), a.add_special));
     start = end + 1;
   }
   return 0;
@@ -73,6 +73,9 @@ void register_tokenize(CLI::App& app, CommandAction* action) {
   cmd->add_flag("--lines", args->lines,
                 "Encode each line of the input separately; print one {\"ids\": [...]} per line");
   cmd->add_flag("--skip-special", args->skip_special, "With --decode: drop special tokens");
+  cmd->add_flag("--add-special-tokens", args->add_special,
+                "Apply the tokenizer's post_processor template (Llama 3: BOS first), as "
+                "transformers' add_special_tokens=True");
   cmd->callback([action, args] { *action = [args] { return run_tokenize(*args); }; });
 }
 

@@ -275,6 +275,13 @@ void ApiServer::routes() {
            if (b.contains("model") && b["model"] != opts_.served_model_name)
              throw ApiError(404, fmt::format("The model `{}` does not exist.", b["model"].dump()), "model");
            std::string text;
+           // vLLM's defaults: the tokenizer template for a prompt, none for messages.
+           bool add_special = !b.contains("messages");
+           if (b.contains("add_special_tokens")) {
+             if (!b["add_special_tokens"].is_boolean())
+               throw ApiError(400, "'add_special_tokens' must be a boolean", "add_special_tokens");
+             add_special = b["add_special_tokens"].get<bool>();
+           }
            if (b.contains("messages")) {
              const bool agp = b.value("add_generation_prompt", true);
              text = render_chat_prompt(nlohmann::ordered_json::parse(req.body), agp, ctx_);
@@ -283,7 +290,7 @@ void ApiServer::routes() {
            } else {
              throw ApiError(400, "give 'prompt' (a string) or 'messages'", "prompt");
            }
-           std::vector<int32_t> ids = tok_.encode(text);
+           std::vector<int32_t> ids = tok_.encode(text, add_special);
            send_json(res, 200, {{"tokens", ids}, {"count", ids.size()},
                                 {"max_model_len", ctx_.max_model_len}});
          }));

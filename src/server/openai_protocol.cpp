@@ -147,9 +147,9 @@ void parse_max_tokens(const json& b, const char* key, const ProtocolContext& ctx
 }
 
 std::vector<int32_t> encode(const ProtocolContext& ctx, const std::string& text,
-                            const char* key) {
+                            const char* key, bool add_special_tokens) {
   try {
-    return ctx.tokenizer->encode(text);
+    return ctx.tokenizer->encode(text, add_special_tokens);
   } catch (const Error& e) {
     bad(key, fmt::format("'{}' cannot be tokenized: {}", key, e.what()));
   }
@@ -173,7 +173,12 @@ ParsedRequest parse_completion_request(const json& b, const ProtocolContext& ctx
   parse_common(b, ctx, &r);
   const json* prompt = field(b, "prompt");
   if (!prompt) bad("prompt", "'prompt' is required");
-  auto add_text = [&](const json& s) { r.prompts.push_back(encode(ctx, s.get<std::string>(), "prompt")); };
+  // vLLM's default for text prompts: the tokenizer's template applies (Llama 3: BOS).
+  bool add_special = true;
+  if (const json* v = field(b, "add_special_tokens")) add_special = get_bool(*v, "add_special_tokens");
+  auto add_text = [&](const json& s) {
+    r.prompts.push_back(encode(ctx, s.get<std::string>(), "prompt", add_special));
+  };
   if (prompt->is_string()) {
     add_text(*prompt);
   } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number()) {
@@ -264,7 +269,10 @@ ParsedRequest parse_chat_request(const json& b, const nlohmann::ordered_json& or
   if (const json* v = field(b, "add_generation_prompt"))
     add_generation_prompt = get_bool(*v, "add_generation_prompt");
   const std::string text = render_chat_prompt(ordered, add_generation_prompt, ctx);
-  r.prompts.push_back(encode(ctx, text, "messages"));
+  // The chat template writes any BOS itself (vLLM: add_special_tokens false for chat).
+  bool add_special = false;
+  if (const json* v = field(b, "add_special_tokens")) add_special = get_bool(*v, "add_special_tokens");
+  r.prompts.push_back(encode(ctx, text, "messages", add_special));
   if (r.prompts[0].empty()) bad("messages", "the rendered chat prompt is empty");
   if (const json* v = field(b, "logprobs")) r.logprobs = get_bool(*v, "logprobs");
   if (const json* v = field(b, "top_logprobs")) {

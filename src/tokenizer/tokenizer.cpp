@@ -23,9 +23,13 @@ struct Tokenizer::Impl {
   AddedVocabulary added;
   std::vector<std::string> id_bytes;  // id -> the bytes it decodes to
   std::vector<uint8_t> id_flags;      // kAssigned | kSpecial
+  // The post_processor's single-sequence template: ids before and after the text
+  // (Llama 3: {<|begin_of_text|>} and {}; Qwen: none).
+  std::vector<int32_t> template_prefix, template_suffix;
   static constexpr uint8_t kAssigned = 1, kSpecial = 2;
 
   void load(const nlohmann::json& root, const JsonFields& f);
+  void load_post_processor(const nlohmann::json& pp, const std::string& path, const JsonFields& f);
   void encode_section(std::string_view text, std::vector<int32_t>& out, BpeScratch& s) const;
   void check_id(int32_t id, const char* what) const {
     if (id < 0 || static_cast<size_t>(id) >= id_flags.size() || !(id_flags[id] & kAssigned)) {
@@ -45,7 +49,7 @@ void Tokenizer::Impl::load(const nlohmann::json& root, const JsonFields& f) {
       fail("{}: decoder.type is \"{}\"; only \"ByteLevel\" is supported", f.source(), type);
     }
   }
-  // post_processor is not applied: encode() never adds BOS/EOS (chat templates do that).
+  if (const auto* pp = f.find(root, "", "post_processor")) load_post_processor(*pp, "post_processor", f);
   bpe.load(f.require(root, "", "model"), f);
   added.load(f.find(root, "", "added_tokens"), f, [this](std::string_view s) {
     std::string out;
@@ -69,6 +73,49 @@ void Tokenizer::Impl::load(const nlohmann::json& root, const JsonFields& f) {
   for (const auto& a : added.tokens()) {
     id_bytes[a.id] = a.content;
     id_flags[a.id] = kAssigned | (a.special ? kSpecial : 0);
+  }
+}
+
+// Sequence: each processor in turn; ByteLevel: nothing to add (offsets only);
+// TemplateProcessing: its "single" template, e.g. [SpecialToken <|begin_of_text|>,
+// Sequence A] -> prefix {128000} (the ids from its special_tokens map).
+void Tokenizer::Impl::load_post_processor(const nlohmann::json& pp, const std::string& path,
+                                          const JsonFields& f) {
+  const std::string type = f.string(f.require(pp, path, "type"), path + ".type");
+  if (type == "ByteLevel") return;
+  if (type == "Sequence") {
+    const nlohmann::json& list = f.require(pp, path, "processors");
+    f.expect_array(list, path + ".processors");
+    for (size_t i = 0; i < list.size(); ++i)
+      load_post_processor(list[i], fmt::format("{}.processors[{}]", path, i), f);
+    return;
+  }
+  if (type != "TemplateProcessing")
+    fail("{}: {}.type is \"{}\"; supported: ByteLevel, TemplateProcessing, Sequence", f.source(),
+         path, type);
+  const nlohmann::json& single = f.require(pp, path, "single");
+  f.expect_array(single, path + ".single");
+  const nlohmann::json* specials = f.find(pp, path, "special_tokens");
+  bool seen_text = false;
+  for (const nlohmann::json& item : single) {
+    if (item.is_object() && item.contains("Sequence")) {
+      seen_text = true;
+      continue;
+    }
+    if (!item.is_object() || !item.contains("SpecialToken"))
+      fail("{}: {}.single items must be {{\"SpecialToken\": ...}} or {{\"Sequence\": ...}}, got {}",
+           f.source(), path, item.dump());
+    const std::string name = f.string(f.require(item["SpecialToken"], path + ".single", "id"),
+                                      path + ".single[].SpecialToken.id");
+    if (!specials || !specials->contains(name))
+      fail("{}: {}.special_tokens has no entry for \"{}\"", f.source(), path, name);
+    const nlohmann::json& ids = f.require((*specials)[name], path + ".special_tokens", "ids");
+    f.expect_array(ids, path + ".special_tokens." + name + ".ids");
+    for (const nlohmann::json& id : ids) {
+      if (!id.is_number_integer())
+        fail("{}: {}.special_tokens.{}.ids must be integers", f.source(), path, name);
+      (seen_text ? template_suffix : template_prefix).push_back(id.get<int32_t>());
+    }
   }
 }
 
@@ -136,6 +183,15 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text) const {
       text, false,
       [&](size_t b, size_t e) { impl_->encode_section(text.substr(b, e - b), out, scratch); },
       [&](int32_t id) { out.push_back(id); });
+  return out;
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  std::vector<int32_t> ids = encode(text);
+  if (!add_special_tokens) return ids;
+  std::vector<int32_t> out = impl_->template_prefix;
+  out.insert(out.end(), ids.begin(), ids.end());
+  out.insert(out.end(), impl_->template_suffix.begin(), impl_->template_suffix.end());
   return out;
 }
 

@@ -1,7 +1,7 @@
 // Byte-level BPE tokenizer loaded from a Hugging Face tokenizer.json (Qwen2/Qwen3,
 // Llama 3 style): NFC normalizer, Split-regex pre-tokenizer (PCRE2, UTF + UCP),
 // ByteLevel byte->unicode mapping, BPE merges by rank, added/special tokens matched
-// before BPE.
+// before BPE, and the post_processor's TemplateProcessing (BOS) on request.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -23,8 +23,11 @@ class Tokenizer {
 
   // Text -> ids. Added tokens (e.g. "<|im_start|>") in the text become their ids.
   // Invalid UTF-8 input is an Error (naming the byte offset). No BOS/EOS is added (the
-  // post_processor is not applied). Safe to call from many threads at once.
+  // post_processor is not applied: see the overload). Safe to call from many threads.
   std::vector<int32_t> encode(std::string_view text) const;
+  // With add_special_tokens, the post_processor's template is applied as transformers does
+  // for one sequence (Llama 3: <|begin_of_text|> first; Qwen2: nothing is added).
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;
   // Ids -> UTF-8 text: the exact bytes of the tokens, so ids that cut a character leave
   // its incomplete bytes as-is (StreamDecoder repairs them for display). Throws on an
   // id that is out of range.

@@ -62,6 +62,8 @@ golden_check() {
     name=$(basename "$f" .txt)
     "$CPINFER" tokenize --tokenizer "$tokjson" --text-file "$f" >"$TMP/$tag.$name.whole.jsonl"
     "$CPINFER" tokenize --tokenizer "$tokjson" --text-file "$f" --lines >"$TMP/$tag.$name.lines.jsonl"
+    "$CPINFER" tokenize --tokenizer "$tokjson" --text-file "$f" --add-special-tokens \
+      >"$TMP/$tag.$name.special.jsonl"
   done
   end=$(date +%s%N)
   echo "$tag: cpinfer tokenize: ${#files[@]} files (whole + per line), $bytes bytes," \
@@ -97,6 +99,11 @@ for (const f of golden.files) {
   const whole = readJsonl(out(name, 'whole'));
   const m = whole.length === 1 ? firstMismatch(f.whole, whole[0]) : 'expected one output line';
   if (m) { failed++; console.log(`MISMATCH ${f.path} (whole file): ${m}`); }
+  // add_special_tokens=True: the post_processor's template (Llama 3: BOS first).
+  checked++;
+  const special = readJsonl(out(name, 'special'));
+  const ms = special.length === 1 ? firstMismatch(f.special, special[0]) : 'expected one output line';
+  if (ms) { failed++; console.log(`MISMATCH ${f.path} (whole file, add_special_tokens): ${ms}`); }
 
   const lines = readJsonl(out(name, 'lines'));
   if (lines.length !== f.lines.length) {

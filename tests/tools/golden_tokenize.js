@@ -33,7 +33,8 @@ function main() {
     if (Buffer.from(text, 'utf8').compare(fs.readFileSync(path)) !== 0) {
       throw new Error(`${path} is not valid UTF-8`);
     }
-    result.files.push({ path, whole: encode(text), lines: splitLines(text).map(encode) });
+    result.files.push({ path, whole: encode(text), lines: splitLines(text).map(encode),
+                        special: tok.encode(text, { add_special_tokens: true }) });
   }
   fs.writeFileSync(out, JSON.stringify(result));
 }

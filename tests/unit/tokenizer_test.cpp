@@ -346,6 +346,39 @@ TEST(TokenizerSmall, IgnoreMerges) {
   EXPECT_EQ(small(s).encode("abcd"), (Ids{256, 'c', 'd'}));
 }
 
+// The post_processor's single template with add_special_tokens: [BOS, A, EOS] around the
+// text; without it, nothing is added; ByteLevel alone adds nothing either way.
+TEST(TokenizerSmall, PostProcessorTemplate) {
+  json j = small_json(hello_spec());
+  j["added_tokens"] = json::array({{{"id", 300}, {"content", "<s>"}, {"special", true}},
+                                   {{"id", 301}, {"content", "</s>"}, {"special", true}}});
+  j["post_processor"] = {
+      {"type", "Sequence"},
+      {"processors",
+       {byte_level_step(false),
+        {{"type", "TemplateProcessing"},
+         {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}},
+                     {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                     {{"SpecialToken", {{"id", "</s>"}, {"type_id", 0}}}}}},
+         {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {300}}}},
+                             {"</s>", {{"id", "</s>"}, {"ids", {301}}}}}}}}}};
+  const Tokenizer t = Tokenizer::from_json_text(j.dump(), "pp.json");
+  const Ids plain = t.encode("hello");
+  Ids want = {300};
+  want.insert(want.end(), plain.begin(), plain.end());
+  want.push_back(301);
+  EXPECT_EQ(t.encode("hello", true), want);
+  EXPECT_EQ(t.encode("hello", false), plain);
+  EXPECT_EQ(small(hello_spec()).encode("hello", true), small(hello_spec()).encode("hello"));
+
+  j["post_processor"]["processors"][1]["special_tokens"].erase("</s>");
+  std::string msg = error_of([&] { Tokenizer::from_json_text(j.dump(), "pp.json"); });
+  EXPECT_NE(msg.find("</s>"), std::string::npos) << msg;
+  j["post_processor"] = {{"type", "BertProcessing"}};
+  msg = error_of([&] { Tokenizer::from_json_text(j.dump(), "pp.json"); });
+  EXPECT_NE(msg.find("BertProcessing"), std::string::npos) << msg;
+}
+
 // ---- errors -----------------------------------------------------------------------------
 
 TEST(TokenizerErrors, MissingFile) {
