@@ -1,5 +1,6 @@
-// linear() on Qwen2.5-0.5B shapes: decode (M = 1, weight GB/s) and prefill (M = 512,
-// GFLOP/s), bf16 and f32 weights, 1 and 2 threads, each ISA this CPU supports.
+// linear() on Qwen2.5-0.5B shapes: decode (M = 1, weight GB/s), decode batches (M = 8 to
+// 64, GFLOP/s) and prefill (M = 512, GFLOP/s), bf16 and f32 weights, 1 and 2 threads,
+// each ISA this CPU supports.
 //
 // Decode streams weights from DRAM as in a real forward pass: the benchmark cycles through
 // enough copies of W (>= 256 MiB in all) that none is left in the 32 MiB L3 from its
@@ -22,6 +23,7 @@
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "kernels/linear.h"
+#include "kernels/linear_impl.h"
 
 namespace cpinfer {
 namespace {
@@ -40,13 +42,14 @@ const Shape kShapes[] = {{"qkv", 1152, 896}, {"o", 896, 896}, {"gate_up", 9728, 
                          {"down", 896, 4864}};
 
 void BM_linear(benchmark::State& state, Shape shape, DType dtype, int64_t M, int threads,
-               Isa isa, bool cold) {
+               Isa isa, bool cold, linear_impl::Path path) {
   if (!isa_supported(isa)) {
     state.SkipWithError("ISA not supported");
     return;
   }
   const Isa saved = active_isa();
   set_active_isa(isa);
+  linear_impl::force_path(path);
   const int64_t N = shape.N, K = shape.K;
   const size_t wbytes = size_t(N * K) * dtype_size(dtype);
   const size_t copies = cold ? std::max<size_t>(2, (size_t(256) << 20) / wbytes + 1) : 1;
@@ -88,23 +91,34 @@ void BM_linear(benchmark::State& state, Shape shape, DType dtype, int64_t M, int
   state.counters["best_GB/s"] = double(wbytes) / best / 1e9;
   state.counters["best_GFLOP/s"] = flop / best / 1e9;
   set_active_isa(saved);
+  linear_impl::force_path(linear_impl::Path::Auto);
 }
 
 void register_all() {
   for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Generic}) {
     for (DType dtype : {DType::BF16, DType::F32}) {
       for (const Shape& s : kShapes) {
-        for (int64_t M : {int64_t(1), int64_t(512)}) {
+        for (int64_t M : {int64_t(1), int64_t(8), int64_t(16), int64_t(32), int64_t(64),
+                          int64_t(512)}) {
           for (int threads : {1, 2}) {
             for (bool cold : {true, false}) {
               if (M > 1 && !cold) continue;  // prefill reuses W from L2 anyway
+              // Decode batches also run each path by name, to place the crossovers.
+              std::vector<std::pair<linear_impl::Path, const char*>> paths = {
+                  {linear_impl::Path::Auto, ""}};
+              if (M > 1 && M < 512)
+                paths = {{linear_impl::Path::Auto, ""},
+                         {linear_impl::Path::Gemv, "/path:gemv"},
+                         {linear_impl::Path::Skinny, "/path:skinny"},
+                         {linear_impl::Path::Gemm, "/path:gemm"}};
+              for (auto [path, path_name] : paths) {
               std::string name = std::string(isa_name(isa)) + "/" +
                                  (dtype == DType::F32 ? "f32" : "bf16") + "/" + s.name +
                                  "/K:" + std::to_string(s.K) + "/N:" + std::to_string(s.N) +
                                  "/M:" + std::to_string(M) + "/threads:" +
-                                 std::to_string(threads) + (cold ? "" : "/hot");
+                                 std::to_string(threads) + (cold ? "" : "/hot") + path_name;
               benchmark::RegisterBenchmark(name.c_str(), BM_linear, s, dtype, M, threads, isa,
-                                           cold)
+                                           cold, path)
                   ->UseRealTime()
                   // With --benchmark_repetitions: the best run, robust to a busy machine.
                   ->ComputeStatistics("min", [](const std::vector<double>& v) {
@@ -115,6 +129,7 @@ void register_all() {
                   })
                   ->Unit(M == 1 ? benchmark::kMicrosecond : benchmark::kMillisecond)
                   ->MinTime(M == 1 ? 0.3 : 1.0);
+              }
             }
           }
         }

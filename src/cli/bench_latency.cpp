@@ -13,11 +13,16 @@
 //                 cores used = min(ranks x threads per rank, CPUs), the per-core peak is
 //                 measured by this binary after the timed runs (as `bench peak`)
 //   mbu           decode: bytes read per token (weights once, K/V of the mean context) /
-//                 (itl_s x the DRAM read bandwidth of rank 0's threads, measured likewise)
+//                 (itl_s x the DRAM read bandwidth of rank 0's threads): on one rank the
+//                 median of 3 short samples taken right after each timed iteration
+//                 (peak_read_gbps_min / _max give their spread), with more ranks measured
+//                 after the run
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdio>
 
 #include "cli/commands.h"
@@ -104,7 +109,12 @@ int run_latency(const LatencyArgs& a) {
     return 0;
   }
   Rng rng(a.seed);
-  std::vector<double> ttft, itl, comm_p, comm_d;
+  std::vector<double> ttft, itl, comm_p, comm_d, read_gbps;
+  // On one rank the read bandwidth is sampled right after every timed iteration (the same
+  // time window as the decode it divides: this VM's bandwidth drifts between ~32 and ~51
+  // GB/s over minutes); with more ranks, after the run, when the other ranks have left.
+  std::unique_ptr<ReadProbe> probe;
+  if (comm.size() == 1) probe = std::make_unique<ReadProbe>(int64_t(512) << 20, global_pool());
   for (int it = 0; it < a.warmup + a.num_iters; ++it) {
     std::vector<int32_t> prompt(static_cast<size_t>(a.input_len));
     for (auto& t : prompt) t = int32_t(rng.next() % uint64_t(std::min<int64_t>(config.vocab_size, 151643)));
@@ -114,9 +124,12 @@ int run_latency(const LatencyArgs& a) {
     comm_p.push_back(t.comm_prefill);
     itl.insert(itl.end(), t.itl.begin(), t.itl.end());
     comm_d.insert(comm_d.end(), t.comm_decode.begin(), t.comm_decode.end());
+    if (probe)
+      for (int r = 0; r < 3; ++r) read_gbps.push_back(probe->measure(0.1));
     CPI_LOG_INFO("iteration {}: ttft {:.3f}s, median itl {:.4f}s", it - a.warmup, t.ttft,
                  median(t.itl));
   }
+  probe.reset();
   exec.shutdown();
   // The machine's peaks, measured now that the other ranks are idle.
   PeakOptions po;
@@ -124,6 +137,7 @@ int run_latency(const LatencyArgs& a) {
   po.repeats = 3;
   po.read_bytes = int64_t(512) << 20;
   const PeakResult peak = measure_peak(global_pool(), po);
+  if (read_gbps.empty()) read_gbps.push_back(peak.read_gbps_nt);
   const int64_t cores = std::min<int64_t>(int64_t(comm.size()) * global_pool().size(),
                                           available_cpus());
   const double flops = prefill_flops(config, a.input_len);
@@ -159,10 +173,12 @@ int run_latency(const LatencyArgs& a) {
   j["prefill_flops"] = flops;
   j["decode_bytes_per_token"] = bytes;
   j["peak_fma_gflops_per_core"] = peak.fma_gflops_1t;
-  j["peak_read_gbps"] = peak.read_gbps_nt;
+  j["peak_read_gbps"] = median(read_gbps);
+  j["peak_read_gbps_min"] = *std::min_element(read_gbps.begin(), read_gbps.end());
+  j["peak_read_gbps_max"] = *std::max_element(read_gbps.begin(), read_gbps.end());
   j["cores_used"] = cores;
   j["mfu"] = flops / (median(ttft) * peak.fma_gflops_1t * 1e9 * double(cores));
-  j["mbu"] = itl.empty() ? 0.0 : bytes / (median(itl) * peak.read_gbps_nt * 1e9);
+  j["mbu"] = itl.empty() ? 0.0 : bytes / (median(itl) * median(read_gbps) * 1e9);
   j["peak_rss_bytes"] = peak_rss_bytes();  // rank 0's
   if (a.json) std::printf("%s\n", j.dump().c_str());
   else std::printf("%s\n", j.dump(2).c_str());

@@ -47,19 +47,30 @@ const linear_impl::Kernels& kernels_for(Isa isa) {
 
 bool is_float_weight(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 
-// GEMV (W streamed once, x re-read per W row) or packed GEMM (W widened and transposed into
-// panels, x broadcast from registers)? Measured on Zen 4 with cold bf16 weights: GEMV wins up
-// to M = 8 at any K, and up to M ~ 40 while a group of 4 x rows (16 K bytes) fits in L1.
+// GEMV (W streamed once, x re-read per W row), skinny register tiles (decode batches) or
+// packed GEMM (W widened and transposed into panels, x broadcast from registers): see
+// choose_path.
 std::atomic<int> g_forced_path{int(linear_impl::Path::Auto)};
 
 }  // namespace
 
-bool linear_impl::use_gemv(int64_t M, int64_t K) {
-  switch (linear_impl::Path(g_forced_path.load(std::memory_order_relaxed))) {
-    case linear_impl::Path::Gemv: return true;
-    case linear_impl::Path::Gemm: return false;
-    default: return M <= 8 || (M <= 32 && K <= 1024);
+linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t K) {
+  Path p = Path(g_forced_path.load(std::memory_order_relaxed));
+  if (p == Path::Auto) {
+    // Measured on Zen 4, bf16 Qwen2.5-0.5B shapes (bench/linear_bench.cpp, M sweep): the
+    // GEMV up to M = 4 (one pass over W for all rows); the skinny tiles up to M = 48; the
+    // packed GEMM beyond, where packing W is paid back. Without skinny tiles, the GEMV up
+    // to M = 8, and up to M = 32 while a group of 4 x rows (16 K bytes) fits in L1.
+    if (M <= 4) p = Path::Gemv;
+    else if (k.skinny) p = M <= 48 ? Path::Skinny : Path::Gemm;
+    else p = M <= 8 || (M <= 32 && K <= 1024) ? Path::Gemv : Path::Gemm;
   }
+  if (p == Path::Skinny && !k.skinny) p = Path::Gemv;
+  return p;
+}
+
+linear_impl::GemvFn linear_impl::rows_kernel(const Kernels& k, Path p) {
+  return p == Path::Skinny ? k.skinny : k.gemv;
 }
 
 const linear_impl::Kernels& linear_impl::active_kernels() { return kernels_for(active_isa()); }
@@ -69,8 +80,8 @@ namespace {
 using linear_impl::kMinMacsPerTask;
 
 // Decode: split the W rows into contiguous ranges (a few per thread, so an oversubscribed
-// rank still balances), each streamed once for all M rows.
-void run_gemv(const linear_impl::Kernels& kern, const float* x, int64_t M, int64_t ldx,
+// rank still balances), each streamed once for all M rows by `rows_fn` (gemv or skinny).
+void run_rows(linear_impl::GemvFn rows_fn, const float* x, int64_t M, int64_t ldx,
               const WeightView& w, const float* bias, float* y, int64_t ldy, ThreadPool& pool) {
   const int64_t N = w.rows;
   constexpr int64_t kRowAlign = 16;  // tasks never share a 64-byte line of y
@@ -82,7 +93,7 @@ void run_gemv(const linear_impl::Kernels& kern, const float* x, int64_t M, int64
   pool.run(tasks, [&](int64_t t, int) {
     int64_t n0 = std::min(N, blocks * t / tasks * kRowAlign);
     int64_t n1 = std::min(N, blocks * (t + 1) / tasks * kRowAlign);
-    if (n0 < n1) kern.gemv(x, M, ldx, w, bias, y, ldy, n0, n1);
+    if (n0 < n1) rows_fn(x, M, ldx, w, bias, y, ldy, n0, n1);
   });
 }
 
@@ -143,8 +154,9 @@ void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const f
   linear_impl::check_args(x, M, ldx, w, y, ldy);
   if (M == 0) return;
   const linear_impl::Kernels& kern = linear_impl::active_kernels();
-  if (linear_impl::use_gemv(M, w.cols)) run_gemv(kern, x, M, ldx, w, bias, y, ldy, pool);
-  else run_gemm(kern, x, M, ldx, w, bias, y, ldy, pool);
+  const linear_impl::Path path = linear_impl::choose_path(kern, M, w.cols);
+  if (path == linear_impl::Path::Gemm) run_gemm(kern, x, M, ldx, w, bias, y, ldy, pool);
+  else run_rows(linear_impl::rows_kernel(kern, path), x, M, ldx, w, bias, y, ldy, pool);
 }
 
 void embedding_lookup(const WeightView& table, const int32_t* ids, int64_t n, float* out,

@@ -1,6 +1,8 @@
 // AVX-512 linear kernels (compiled with -mavx512f/bw/vl/dq -mfma -mf16c).
 //   gemv:  one W row at a time, front to back, x up to 4 x rows, W widened in registers
 //          (bf16: zero-extend + shift left 16; f16: vcvtph2ps), masked K tail.
+//   skinny: decode batches; 6 x-row x 4 W-row register tiles over K, W widened in registers
+//          once per tile and read unpacked.
 //   gemm:  14 x 32 register tile (28 zmm accumulators) over a packed f32 W panel; the
 //          panel is packed with 16 x 16 in-register transposes.
 // GCC 12's AVX-512 intrinsics (the _mm512_undefined_* idiom) trip -W(maybe-)uninitialized
@@ -121,6 +123,101 @@ struct Gemv {
 void gemv(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
           float* y, int64_t ldy, int64_t n0, int64_t n1) {
   gemv_task<Gemv>(x, M, ldx, w, bias, y, ldy, n0, n1);
+}
+
+// ---- skinny (decode batches) ------------------------------------------------------
+
+// Sums of four vectors: out[0..3] = sum(a), sum(b), sum(c), sum(d).
+inline void hsum4(__m512 a, __m512 b, __m512 c, __m512 d, float out[4]) {
+  // 128-bit lanes: [a0 a1 b0 b1] + [a2 a3 b2 b3] -> lane L holds partial sums of a (L < 2) or b.
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xee));
+  // Lanes [ab0 ab2 cd0 cd2] + [ab1 ab3 cd1 cd3]: lane 0 = a's 4 partials, 1 = b's, 2 = c's, 3 = d's.
+  __m512 s = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xdd));
+  // Within each lane: [s0+s2, s1+s3, ..] then + its neighbour: element 0 of each lane = total.
+  s = _mm512_add_ps(s, _mm512_permute_ps(s, 0x4e));
+  s = _mm512_add_ps(s, _mm512_permute_ps(s, 0xb1));
+  alignas(64) float t[16];
+  _mm512_store_ps(t, s);
+  out[0] = t[0];
+  out[1] = t[4];
+  out[2] = t[8];
+  out[3] = t[12];
+}
+
+struct Skinny {
+  static constexpr int kSm = 6;  // x rows per tile
+  static constexpr int kSn = 4;  // W rows per tile: 24 accumulators + 4 W + 1 x register
+
+  template <DType DT, int MM>
+  static void tile(const float* x, int64_t ldx, const char* const rows[kSn], int64_t K,
+                   const float bias[kSn], float* y, int64_t ldy, int nv, const char* pf,
+                   int64_t pf_bytes) {
+    using T = typename Load<DT>::T;
+    const T* w[kSn];
+    for (int j = 0; j < kSn; ++j) w[j] = reinterpret_cast<const T*>(rows[j]);
+    __m512 acc[MM][kSn];
+#pragma GCC unroll 6
+    for (int m = 0; m < MM; ++m)
+#pragma GCC unroll 4
+      for (int j = 0; j < kSn; ++j) acc[m][j] = _mm512_setzero_ps();
+    // Prefetch: pf_bytes spread evenly over the K loop's steps, one line at a time.
+    const int64_t steps = (K + 15) / 16;
+    const int64_t lines = pf ? (pf_bytes + 63) / 64 : 0;
+    int64_t next_line = 0;
+    int64_t k = 0, step = 0;
+    for (; k + 16 <= K; k += 16, ++step) {
+      while (next_line < lines && next_line * steps < (step + 1) * lines)
+        _mm_prefetch(pf + 64 * next_line++, _MM_HINT_T0);
+      __m512 wv[kSn];
+#pragma GCC unroll 4
+      for (int j = 0; j < kSn; ++j) wv[j] = Load<DT>::full(w[j] + k);
+#pragma GCC unroll 6
+      for (int m = 0; m < MM; ++m) {
+        const __m512 xv = _mm512_loadu_ps(x + m * ldx + k);
+#pragma GCC unroll 4
+        for (int j = 0; j < kSn; ++j) acc[m][j] = _mm512_fmadd_ps(xv, wv[j], acc[m][j]);
+      }
+    }
+    if (k < K) {
+      const __mmask16 mask = tail_mask(K - k);
+      __m512 wv[kSn];
+#pragma GCC unroll 4
+      for (int j = 0; j < kSn; ++j) wv[j] = Load<DT>::masked(w[j] + k, mask);
+#pragma GCC unroll 6
+      for (int m = 0; m < MM; ++m) {
+        const __m512 xv = _mm512_maskz_loadu_ps(mask, x + m * ldx + k);
+#pragma GCC unroll 4
+        for (int j = 0; j < kSn; ++j) acc[m][j] = _mm512_fmadd_ps(xv, wv[j], acc[m][j]);
+      }
+    }
+    while (next_line < lines) _mm_prefetch(pf + 64 * next_line++, _MM_HINT_T0);
+#pragma GCC unroll 6
+    for (int m = 0; m < MM; ++m) {
+      float s[kSn];
+      hsum4(acc[m][0], acc[m][1], acc[m][2], acc[m][3], s);
+      for (int j = 0; j < nv; ++j) y[m * ldy + j] = bias[j] + s[j];
+    }
+  }
+
+  template <DType DT>
+  static void tile_rows(int mr, const float* x, int64_t ldx, const char* const rows[kSn],
+                        int64_t K, const float bias[kSn], float* y, int64_t ldy, int nv,
+                        const char* pf, int64_t pf_bytes) {
+    switch (mr) {
+      case 1: return tile<DT, 1>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
+      case 2: return tile<DT, 2>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
+      case 3: return tile<DT, 3>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
+      case 4: return tile<DT, 4>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
+      case 5: return tile<DT, 5>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
+      default: return tile<DT, 6>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
+    }
+  }
+};
+
+void skinny(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+            float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  skinny_task<Skinny>(x, M, ldx, w, bias, y, ldy, n0, n1);
 }
 
 // ---- gemm --------------------------------------------------------------------------
@@ -254,7 +351,7 @@ void gemm(const float* x, int64_t ldx, const WeightView& w, const float* bias, f
 
 const Kernels& avx512_kernels() {
   static const Kernels k{gemv, gemm, widen, Avx512Gemm::kMr, Avx512Gemm::kNr,
-                         Avx512Gemm::kNcStrips};
+                         Avx512Gemm::kNcStrips, skinny};
   return k;
 }
 

@@ -110,6 +110,61 @@ void gemv_task(const float* x, int64_t M, int64_t ldx, const WeightView& w, cons
   }
 }
 
+// ---- Skinny GEMM (decode batches) -----------------------------------------------------
+//
+// y[0:M, n0:n1] for a few dozen x rows at most, W read in its own dtype with no packing:
+//   for each group of kSn consecutive W rows (n, n+1, ..., n+kSn-1):
+//     for each tile of at most kSm x rows (balanced split of M):
+//       tile: kSm x kSn dot products over all of K, in registers; every 16 W elements are
+//       widened once and used for all the tile's x rows.
+// The group's W rows (kSn * K elements: 7 KB for K = 896 in bf16) come from DRAM during the
+// first tile and from L1/L2 for the others. While the first tile runs, the kernel prefetches
+// the next group's rows, so the four row streams do not each wait on DRAM.
+// Example, M = 16, kSm = 6: tiles of x rows 0-4, 5-10, 11-15 (5, 6, 5 rows).
+//
+// Kern provides: kSm, kSn; template <DType DT, int MM> tile(x, ldx, rows[kSn], K, bias[kSn],
+//   y, ldy, nv, pf, pf_bytes): y[m * ldy + j] = bias[j] + x[m, 0:K] · rows[j][0:K] for m < mr <= kSm,
+//   j < nv (rows[j] for j >= nv point at valid memory and are not stored); prefetches
+//   pf[0 : pf_bytes] spread over the K loop when pf is not null.
+template <typename Kern, DType DT>
+void skinny_task_t(const float* x, int64_t M, int64_t ldx, const WeightView& w,
+                   const float* bias, float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  constexpr int SN = Kern::kSn;
+  const int64_t K = w.cols, esz = int64_t(dtype_size(DT));
+  const auto* base = static_cast<const char*>(w.data);
+  const int64_t m_tiles = ceil_div<int64_t>(M, Kern::kSm);
+  for (int64_t n = n0; n < n1; n += SN) {
+    const int nv = int(std::min<int64_t>(SN, n1 - n));
+    const char* rows[SN];
+    float b[SN];
+    for (int j = 0; j < SN; ++j) {
+      const int64_t r = n + std::min(j, nv - 1);  // rows past n1 repeat the last valid one
+      rows[j] = base + r * w.ld * esz;
+      b[j] = bias ? bias[r] : 0.0f;
+    }
+    // The next group's rows: [row n + SN, row min(n1, n + 2 SN) - 1 + K elements).
+    const int64_t next_rows = std::min<int64_t>(SN, n1 - (n + SN));
+    const char* pf = next_rows > 0 ? base + (n + SN) * w.ld * esz : nullptr;
+    const int64_t pf_bytes = next_rows > 0 ? ((next_rows - 1) * w.ld + K) * esz : 0;
+    for (int64_t t = 0; t < m_tiles; ++t) {
+      const int64_t ma = split_point(M, m_tiles, t);
+      const int mr = int(split_point(M, m_tiles, t + 1) - ma);
+      Kern::template tile_rows<DT>(mr, x + ma * ldx, ldx, rows, K, b, y + ma * ldy + n, ldy, nv,
+                                   t == 0 ? pf : nullptr, pf_bytes);
+    }
+  }
+}
+
+template <typename Kern>
+void skinny_task(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+                 float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  switch (w.dtype) {
+    case DType::BF16: return skinny_task_t<Kern, DType::BF16>(x, M, ldx, w, bias, y, ldy, n0, n1);
+    case DType::F16: return skinny_task_t<Kern, DType::F16>(x, M, ldx, w, bias, y, ldy, n0, n1);
+    default: return skinny_task_t<Kern, DType::F32>(x, M, ldx, w, bias, y, ldy, n0, n1);
+  }
+}
+
 // ---- GEMM (prefill) ----------------------------------------------------------------------
 
 // Kern provides: kMr, kNr, kKcMax, kNcStrips;

@@ -11,7 +11,7 @@ namespace cpinfer {
 namespace {
 
 // Work units are blocks of B output rows of one part: whole GEMM strips, or 16 rows for
-// the GEMV (no two tasks share a 64-byte line of y). Units are numbered part after part.
+// the GEMV and skinny paths (no two tasks share a 64-byte line of y). Units are numbered part after part.
 // Example, B 32, parts q [896], k [128], v [128]: units 0-27 are q's, 28-31 k's, 32-35 v's;
 // tasks take contiguous runs of them.
 int64_t unit_rows(bool gemv, const linear_impl::Kernels& k) { return gemv ? 16 : k.nr; }
@@ -28,7 +28,7 @@ int64_t task_count(bool gemv, const linear_impl::Kernels& k, int64_t units, int6
 
 // Runs units [u0, u1) on one thread: one kernel call per part it touches (so the GEMM
 // packs its panels as linear() does).
-void run_units(const linear_impl::Kernels& k, bool gemv, const float* x, int64_t M, int64_t ldx,
+void run_units(const linear_impl::Kernels& k, linear_impl::Path path, const float* x, int64_t M, int64_t ldx,
                std::span<const LinearPart> parts, int64_t B, int64_t u0, int64_t u1) {
   int64_t first = 0;  // first unit of part p
   for (const LinearPart& p : parts) {
@@ -36,8 +36,8 @@ void run_units(const linear_impl::Kernels& k, bool gemv, const float* x, int64_t
     const int64_t a = std::max(u0, first) - first, b = std::min(u1, first + count) - first;
     if (a < b) {
       const int64_t n0 = a * B, n1 = std::min(p.w.rows, b * B);
-      if (gemv) k.gemv(x, M, ldx, p.w, p.bias, p.y, p.ldy, n0, n1);
-      else k.gemm(x, ldx, p.w, p.bias, p.y, p.ldy, 0, M, n0, n1);
+      if (path == linear_impl::Path::Gemm) k.gemm(x, ldx, p.w, p.bias, p.y, p.ldy, 0, M, n0, n1);
+      else linear_impl::rows_kernel(k, path)(x, M, ldx, p.w, p.bias, p.y, p.ldy, n0, n1);
     }
     first += count;
   }
@@ -59,7 +59,8 @@ void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const Linear
   check_parts(x, M, ldx, parts);
   if (M == 0) return;
   const linear_impl::Kernels& k = linear_impl::active_kernels();
-  const bool gemv = linear_impl::use_gemv(M, parts[0].w.cols);
+  const linear_impl::Path path = linear_impl::choose_path(k, M, parts[0].w.cols);
+  const bool gemv = path != linear_impl::Path::Gemm;
   const int64_t B = unit_rows(gemv, k);
   int64_t units = 0, macs = 0;
   for (const LinearPart& p : parts) {
@@ -68,7 +69,7 @@ void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const Linear
   }
   const int64_t tasks = task_count(gemv, k, units, macs, pool.size());
   pool.run(tasks, [&](int64_t t, int) {
-    run_units(k, gemv, x, M, ldx, parts, B, units * t / tasks, units * (t + 1) / tasks);
+    run_units(k, path, x, M, ldx, parts, B, units * t / tasks, units * (t + 1) / tasks);
   });
 }
 
@@ -82,7 +83,8 @@ void linear_gate_up_silu(const float* x, int64_t M, int64_t ldx, const WeightVie
   if (M == 0) return;
   const linear_impl::Kernels& k = linear_impl::active_kernels();
   const elementwise_impl::Kernels& ek = elementwise_impl::active_kernels();
-  const bool gemv = linear_impl::use_gemv(M, gate.cols);
+  const linear_impl::Path path = linear_impl::choose_path(k, M, gate.cols);
+  const bool gemv = path != linear_impl::Path::Gemm;
   const int64_t B = unit_rows(gemv, k);
   // A task owns a block of columns [c0, c1) of F: it computes gate and up rows c0..c1
   // (gu[:, c0:c1] and gu[:, F + c0 : F + c1]), then act[:, c0:c1] = silu(gate) * up.
@@ -95,8 +97,9 @@ void linear_gate_up_silu(const float* x, int64_t M, int64_t ldx, const WeightVie
     const int64_t c1 = std::min(F, blocks * (t + 1) / tasks * B);
     if (c0 >= c1) return;
     if (gemv) {
-      k.gemv(x, M, ldx, gate, nullptr, gu, 2 * F, c0, c1);
-      k.gemv(x, M, ldx, up, nullptr, gu + F, 2 * F, c0, c1);
+      const linear_impl::GemvFn rows = linear_impl::rows_kernel(k, path);
+      rows(x, M, ldx, gate, nullptr, gu, 2 * F, c0, c1);
+      rows(x, M, ldx, up, nullptr, gu + F, 2 * F, c0, c1);
     } else {
       k.gemm(x, ldx, gate, nullptr, gu, 2 * F, 0, M, c0, c1);
       k.gemm(x, ldx, up, nullptr, gu + F, 2 * F, 0, M, c0, c1);

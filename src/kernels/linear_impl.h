@@ -30,14 +30,22 @@ struct Kernels {
   int mr;  // microkernel rows (x rows per register tile)
   int nr;  // microkernel columns (W rows per packed strip)
   int nc_strips;  // strips per packed W panel (the panel is nc_strips * nr rows x a K block)
+  // Decode batches (a few to a few dozen x rows): same contract as gemv, but register tiles
+  // of several x rows x several W rows, W widened once per tile and read from memory once.
+  // Null where the ISA has none (then gemv or gemm serve those M).
+  GemvFn skinny = nullptr;
 };
 
 // Which kernel linear() runs: chosen by shape (Auto), or forced, for tests that must cover
-// both paths at every M. Process-wide; tests set it and restore Auto.
-enum class Path { Auto, Gemv, Gemm };
+// every path at every M. Process-wide; tests set it and restore Auto. Skinny falls back to
+// Gemv on an ISA without a skinny kernel.
+enum class Path { Auto, Gemv, Gemm, Skinny };
 void force_path(Path p);
-// The path linear() takes for M rows of x with K columns (honours force_path).
-bool use_gemv(int64_t M, int64_t K);
+// The path linear() takes with kernels `k` for M rows of x with K columns (honours
+// force_path; never Auto).
+Path choose_path(const Kernels& k, int64_t M, int64_t K);
+// The row-range kernel (same signature as gemv) of a Gemv or Skinny path.
+GemvFn rows_kernel(const Kernels& k, Path p);
 // linear()'s argument checks (dtype, shapes, strides, null pointers); throws Error.
 void check_args(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* y,
                 int64_t ldy);

@@ -101,6 +101,23 @@ double measure_read_gbps(const uint8_t* buf, int64_t bytes, int passes, ThreadPo
   return double(slice) * threads * passes / t * 1e-9;
 }
 
+ReadProbe::ReadProbe(int64_t bytes, ThreadPool& pool) : bytes_(bytes / 4096 * 4096), pool_(pool) {
+  CPI_CHECK(bytes_ >= (int64_t(64) << 20), "read probe: the buffer ({} MiB) must be at least "
+            "64 MiB to miss the caches", bytes >> 20);
+  buf_ = static_cast<uint8_t*>(std::aligned_alloc(64, size_t(bytes_)));
+  CPI_CHECK(buf_ != nullptr, "cannot allocate {} MiB for the bandwidth test", bytes_ >> 20);
+  pool_.parallel_for(bytes_ / 4096, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) std::memset(buf_ + i * 4096, int(i & 0x7f), 4096);
+  });
+}
+
+ReadProbe::~ReadProbe() { std::free(buf_); }
+
+double ReadProbe::measure(double seconds) {
+  const int passes = std::max(1, int(seconds * 20e9 / double(bytes_)));
+  return measure_read_gbps(buf_, bytes_, passes, pool_);
+}
+
 PeakResult measure_peak(ThreadPool& pool, const PeakOptions& opts) {
   CPI_CHECK(opts.repeats >= 1 && opts.seconds > 0, "peak: repeats {} and seconds {} must be "
             "positive", opts.repeats, opts.seconds);

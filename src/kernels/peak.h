@@ -34,6 +34,25 @@ double measure_fma_gflops(Isa isa, double seconds);
 // over all threads.
 double measure_read_gbps(const uint8_t* buf, int64_t bytes, int passes, ThreadPool& pool);
 
+// A read-bandwidth test buffer kept between measurements, for figures taken in the same
+// time window as the work they are compared with (the machine's bandwidth drifts: two
+// threads of this VM read ~32 or ~51 GB/s depending on when they run).
+class ReadProbe {
+ public:
+  // bytes: the buffer (>= 64 MiB, >> last-level cache), touched once here.
+  ReadProbe(int64_t bytes, ThreadPool& pool);
+  ~ReadProbe();
+  ReadProbe(const ReadProbe&) = delete;
+  ReadProbe& operator=(const ReadProbe&) = delete;
+  // GB/s of all pool threads reading the buffer for about `seconds`.
+  double measure(double seconds);
+
+ private:
+  uint8_t* buf_;
+  int64_t bytes_;
+  ThreadPool& pool_;
+};
+
 // Both figures for 1 thread and for pool.size() threads (medians of opts.repeats runs).
 PeakResult measure_peak(ThreadPool& pool, const PeakOptions& opts);
 

@@ -56,7 +56,7 @@ TEST(LinearFused, EqualsLinearPerPart) {
   static ThreadPool one(1), two(2);
   const Isa saved = active_isa();
   for (Isa isa : isas())
-    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm})
+    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny})
       for (DType dt : {DType::BF16, DType::F32})
         for (int64_t M : {1, 3, 9, 40, 77})
           for (int64_t K : {64, 67}) {
@@ -96,7 +96,7 @@ TEST(LinearFused, GateUpSiluEqualsLinearThenSiluMul) {
   static ThreadPool one(1), two(2);
   const Isa saved = active_isa();
   for (Isa isa : isas())
-    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm})
+    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny})
       for (int64_t M : {1, 8, 33})
         for (int64_t F : {40, 129}) {
           set_active_isa(isa);

@@ -47,7 +47,8 @@ class IsaScope {
   Isa saved_;
 };
 
-// Forces linear()'s kernel choice for a scope (GEMV vs packed GEMM), then back to Auto.
+// Forces linear()'s kernel choice for a scope (GEMV, skinny tiles or packed GEMM), then back
+// to Auto.
 class PathScope {
  public:
   explicit PathScope(linear_impl::Path p) { linear_impl::force_path(p); }
@@ -55,7 +56,12 @@ class PathScope {
 };
 
 const char* path_name(linear_impl::Path p) {
-  return p == linear_impl::Path::Gemv ? "gemv" : p == linear_impl::Path::Gemm ? "gemm" : "auto";
+  switch (p) {
+    case linear_impl::Path::Gemv: return "gemv";
+    case linear_impl::Path::Gemm: return "gemm";
+    case linear_impl::Path::Skinny: return "skinny";
+    default: return "auto";
+  }
 }
 
 ThreadPool& pool_of(int threads) {
@@ -186,7 +192,7 @@ int compare(const std::vector<float>& y, int64_t M, int64_t N, int64_t ldy, int6
   return bad;
 }
 
-const int64_t kMs[] = {1, 2, 3, 5, 8, 15, 16, 17, 64, 100};
+const int64_t kMs[] = {1, 2, 3, 5, 7, 8, 13, 15, 16, 17, 31, 48, 64, 100};
 const int64_t kNs[] = {1, 7, 16, 33, 130, 515};
 const int64_t kKs[] = {1, 3, 16, 31, 64, 100, 896};
 
@@ -203,8 +209,8 @@ std::string param_name(const testing::TestParamInfo<SweepParam>& info) {
 
 class LinearSweep : public testing::TestWithParam<SweepParam> {};
 
-// Every (N, K) for one (dtype, bias, M): each ISA x {GEMV, GEMM} kernel (whichever linear()
-// would pick, and the other one) x {1, 2} threads x {dense, padded} strides.
+// Every (N, K) for one (dtype, bias, M): each ISA x {GEMV, GEMM, skinny} kernel (whichever
+// linear() would pick, and the others) x {1, 2} threads x {dense, padded} strides.
 TEST_P(LinearSweep, MatchesFloat64Reference) {
   const SweepParam p = GetParam();
   const int64_t M = p.M;
@@ -221,7 +227,7 @@ TEST_P(LinearSweep, MatchesFloat64Reference) {
       const Reference ref = reference(x, w_dense, b, M);
       for (Isa isa : supported_isas()) {
         IsaScope scope(isa);
-        for (linear_impl::Path path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm}) {
+        for (linear_impl::Path path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny}) {
           PathScope path_scope(path);
           for (int threads : {1, 2}) {
             for (bool padded : {false, true}) {
@@ -268,7 +274,7 @@ TEST(Linear, LargeKBf16) {
     const Reference ref = reference(x, w, nullptr, M);
     for (Isa isa : supported_isas()) {
       IsaScope scope(isa);
-      for (linear_impl::Path path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm}) {
+      for (linear_impl::Path path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny}) {
         PathScope path_scope(path);
         std::vector<float> y(size_t(M * N), kYSentinel);
         linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(2));
@@ -291,7 +297,7 @@ TEST(Linear, InfWeightStaysInItsColumn) {
       const TestWeights w = make_weights(dt, N, K, K, wvals);
       for (Isa isa : supported_isas()) {
         IsaScope scope(isa);
-        for (linear_impl::Path path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm}) {
+        for (linear_impl::Path path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny}) {
           PathScope path_scope(path);
           std::vector<float> y(size_t(M * N));
           linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(1));
