@@ -1,6 +1,7 @@
 #include "kernels/linear_fused.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/error.h"
 #include "kernels/elementwise_impl.h"
@@ -27,9 +28,11 @@ int64_t task_count(bool gemv, const linear_impl::Kernels& k, int64_t units, int6
 }
 
 // Runs units [u0, u1) on one thread: one kernel call per part it touches (so the GEMM
-// packs its panels as linear() does).
-void run_units(const linear_impl::Kernels& k, linear_impl::Path path, const float* x, int64_t M, int64_t ldx,
-               std::span<const LinearPart> parts, int64_t B, int64_t u0, int64_t u1) {
+// packs its panels as linear() does), then RoPE over the rows [n0, n1) of parts marked for
+// it (B is then a multiple of head_dim, so [n0, n1) is whole heads).
+void run_units(const linear_impl::Kernels& k, linear_impl::Path path, const float* x, int64_t M,
+               int64_t ldx, std::span<const LinearPart> parts, int64_t B, int64_t u0, int64_t u1,
+               const RotaryEpilogue* rope) {
   int64_t first = 0;  // first unit of part p
   for (const LinearPart& p : parts) {
     const int64_t count = (p.w.rows + B - 1) / B;
@@ -38,6 +41,13 @@ void run_units(const linear_impl::Kernels& k, linear_impl::Path path, const floa
       const int64_t n0 = a * B, n1 = std::min(p.w.rows, b * B);
       if (path == linear_impl::Path::Gemm) k.gemm(x, ldx, p.w, p.bias, p.y, p.ldy, 0, M, n0, n1);
       else linear_impl::rows_kernel(k, path)(x, M, ldx, p.w, p.bias, p.y, p.ldy, n0, n1);
+      if (rope && p.rope) {
+        const elementwise_impl::Kernels& ek = elementwise_impl::active_kernels();
+        const int64_t D = rope->head_dim, half = D / 2;
+        for (int64_t m = 0; m < M; ++m)
+          ek.rope(p.y + m * p.ldy + n0, (n1 - n0) / D, D, rope->cos + m * half,
+                  rope->sin + m * half);
+      }
     }
     first += count;
   }
@@ -55,21 +65,33 @@ void check_parts(const float* x, int64_t M, int64_t ldx, std::span<const LinearP
 }  // namespace
 
 void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const LinearPart> parts,
-                  ThreadPool& pool) {
+                  ThreadPool& pool, const RotaryEpilogue* rope) {
   check_parts(x, M, ldx, parts);
+  if (rope) {
+    const int64_t D = rope->head_dim;
+    CPI_CHECK(D >= 2 && D % 2 == 0, "linear_fused: RoPE head_dim {} must be even and >= 2", D);
+    for (const LinearPart& p : parts)
+      CPI_CHECK(!p.rope || p.w.rows % D == 0,
+                "linear_fused: a RoPE part has {} rows, not whole heads of {}", p.w.rows, D);
+    CPI_CHECK(M == 0 || (rope->cos && rope->sin), "linear_fused: RoPE tables are null");
+  }
   if (M == 0) return;
   const linear_impl::Kernels& k = linear_impl::active_kernels();
   const linear_impl::Path path = linear_impl::choose_path(k, M, parts[0].w.cols);
   const bool gemv = path != linear_impl::Path::Gemm;
-  const int64_t B = unit_rows(gemv, k);
+  // With RoPE, units are whole heads: the smallest multiple of the kernel's unit and of
+  // head_dim (e.g. 32-row GEMM strips, head_dim 64: units of 64 rows = 2 strips).
+  const int64_t B = rope ? std::lcm(unit_rows(gemv, k), rope->head_dim) : unit_rows(gemv, k);
   int64_t units = 0, macs = 0;
   for (const LinearPart& p : parts) {
     units += (p.w.rows + B - 1) / B;
     macs += M * p.w.rows * p.w.cols;
   }
-  const int64_t tasks = task_count(gemv, k, units, macs, pool.size());
+  // Counted in the kernel's own units (strips / 16-row blocks), at most one task per unit.
+  const int64_t tasks =
+      std::min(units, task_count(gemv, k, units * (B / unit_rows(gemv, k)), macs, pool.size()));
   pool.run(tasks, [&](int64_t t, int) {
-    run_units(k, path, x, M, ldx, parts, B, units * t / tasks, units * (t + 1) / tasks);
+    run_units(k, path, x, M, ldx, parts, B, units * t / tasks, units * (t + 1) / tasks, rope);
   });
 }
 

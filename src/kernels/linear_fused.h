@@ -17,14 +17,25 @@ struct LinearPart {
   const float* bias = nullptr;  // [w.rows] or null
   float* y = nullptr;
   int64_t ldy = 0;
+  bool rope = false;  // apply the RotaryEpilogue to this part's heads (w.rows % head_dim == 0)
+};
+
+// RoPE applied by each task to the heads it has just computed, while they are in cache
+// (what rope_apply(y, M, w.rows / head_dim, head_dim, ldy, cos, sin) does afterwards, with
+// the same kernel: bitwise the same result). cos, sin: [M, head_dim / 2] from rope_tables.
+struct RotaryEpilogue {
+  const float* cos = nullptr;
+  const float* sin = nullptr;
+  int64_t head_dim = 0;
 };
 
 // Every part over the same x[M, K] (all parts have K columns). The output rows of all parts
 // are split into tasks together, so small parts (k, v: 2 heads) do not each pay for a pool
 // round of their own. Throws Error like linear() for bad shapes, or when K differs.
-// Allocates nothing.
+// Allocates nothing. With `rope`, tasks own whole heads (units of head_dim rows) and rotate
+// the parts marked `rope` in their epilogue.
 void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const LinearPart> parts,
-                  ThreadPool& pool);
+                  ThreadPool& pool, const RotaryEpilogue* rope = nullptr);
 
 // gate, up: [F, K]. gu: [M, 2F] scratch (gate columns, then up columns, per row, as
 // silu_mul's input); act[M, F] = silu(x · gate^T) * (x · up^T). Each task computes a block

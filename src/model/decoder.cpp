@@ -91,13 +91,13 @@ void Decoder::forward(const ForwardBatch& b, float* logits) {
     if (l == 0) rms_norm(x, L.input_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
     else add_rms_norm(x, h, L.input_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
     auto bias = [](const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
-    // q | k | v in one pass over the pool, then RoPE over the q and k heads together (they
-    // are adjacent in each row: Hq + Hkv heads of D).
-    const LinearPart qkv_parts[3] = {{L.q, bias(L.q_bias), qkv, qkv_w},
-                                     {L.k, bias(L.k_bias), qkv + qd, qkv_w},
-                                     {L.v, bias(L.v_bias), qkv + qd + kvd, qkv_w}};
-    linear_fused(h, T, H, qkv_parts, pool_);
-    rope_apply(qkv, T, Hq + Hkv, D, qkv_w, rope_cos_.data(), rope_sin_.data(), pool_);
+    // q | k | v in one pass over the pool; each task rotates the q and k heads it has just
+    // computed (RoPE in the epilogue, while they are in cache).
+    const LinearPart qkv_parts[3] = {{L.q, bias(L.q_bias), qkv, qkv_w, true},
+                                     {L.k, bias(L.k_bias), qkv + qd, qkv_w, true},
+                                     {L.v, bias(L.v_bias), qkv + qd + kvd, qkv_w, false}};
+    const RotaryEpilogue rope{rope_cos_.data(), rope_sin_.data(), D};
+    linear_fused(h, T, H, qkv_parts, pool_, &rope);
     if (cp) {
       cp_attention_->run(*cp, l, cache_, qkv, qkv + qd, qkv + qd + kvd, qkv_w, sm_scale,
                          attn_.data(), pool_);

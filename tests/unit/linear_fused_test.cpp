@@ -1,9 +1,10 @@
 // linear_fused and linear_gate_up_silu give exactly what linear() per part (and silu_mul)
-// give — same kernels, same arithmetic per element — for every ISA, both paths (GEMV and
-// packed GEMM), pools of 1 and 2 threads, odd sizes, bf16 and f32 weights and bias. (linear()
+// give — same kernels, same arithmetic per element — for every ISA, every path (GEMV,
+// skinny tiles, packed GEMM), pools of 1 and 2 threads, odd sizes, bf16 and f32 weights and bias. (linear()
 // and silu_mul() are checked against float64 references in linear_test / elementwise_test.)
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -89,6 +90,58 @@ TEST(LinearFused, EqualsLinearPerPart) {
           }
   linear_impl::force_path(linear_impl::Path::Auto);
   set_active_isa(saved);
+}
+
+// RoPE in the epilogue: each task rotates the q / k heads it computed. Bitwise equal to
+// linear_fused then rope_apply over the same heads, for every ISA, path and pool, with head
+// sizes that do and do not divide the kernels' 16- and 32-row units.
+TEST(LinearFused, RopeEpilogueEqualsRopeAfterwards) {
+  std::mt19937 rng(11);
+  static ThreadPool one(1), two(2);
+  const Isa saved = active_isa();
+  for (Isa isa : isas())
+    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny})
+      for (int64_t D : {6, 64})
+        for (int64_t M : {1, 5, 40}) {
+          set_active_isa(isa);
+          linear_impl::force_path(path);
+          const int64_t K = 67, Hq = 7, Hkv = 2;
+          const std::vector<int64_t> rows = {Hq * D, Hkv * D, Hkv * D};
+          std::vector<Weight> ws;
+          for (int64_t r : rows) ws.push_back(make_weight(DType::BF16, r, K, rng));
+          std::vector<float> x(size_t(M * K)), cos(size_t(M * D / 2)), sin(size_t(M * D / 2));
+          for (auto& v : x) v = float(int(rng() % 200) - 100) / 64.f;
+          std::vector<int32_t> pos(static_cast<size_t>(M));
+          for (int64_t i = 0; i < M; ++i) pos[size_t(i)] = int32_t(3 * i + 1);
+          std::vector<double> inv_freq(size_t(D / 2));
+          for (int64_t j = 0; j < D / 2; ++j) inv_freq[size_t(j)] = std::pow(10000.0, -2.0 * j / D);
+          rope_tables(pos.data(), M, inv_freq.data(), D / 2, cos.data(), sin.data());
+          const int64_t ldy = (Hq + 2 * Hkv) * D + 3;
+          for (ThreadPool* pool : {&one, &two}) {
+            std::vector<float> fused(size_t(M * ldy), -1.f), ref(size_t(M * ldy), -1.f);
+            std::vector<LinearPart> pf, pr;
+            int64_t off = 0;
+            for (size_t p = 0; p < rows.size(); ++p) {
+              pf.push_back({ws[p].view, nullptr, fused.data() + off, ldy, p < 2});
+              pr.push_back({ws[p].view, nullptr, ref.data() + off, ldy, false});
+              off += rows[p];
+            }
+            const RotaryEpilogue rope{cos.data(), sin.data(), D};
+            linear_fused(x.data(), M, K, pf, *pool, &rope);
+            linear_fused(x.data(), M, K, pr, *pool);
+            rope_apply(ref.data(), M, Hq + Hkv, D, ldy, cos.data(), sin.data(), *pool);
+            ASSERT_TRUE(same_bits(fused, ref)) << isa_name(isa) << " path " << int(path) << " D "
+                                               << D << " M " << M << " threads " << pool->size();
+          }
+        }
+  linear_impl::force_path(linear_impl::Path::Auto);
+  set_active_isa(saved);
+  // A RoPE part that is not whole heads is refused.
+  Weight w = make_weight(DType::F32, 10, 8, rng);
+  std::vector<float> x(8, 1.f), y(10), c(3, 1.f), s(3, 0.f);
+  const LinearPart bad[1] = {{w.view, nullptr, y.data(), 10, true}};
+  const RotaryEpilogue rope{c.data(), s.data(), 6};
+  EXPECT_THROW(linear_fused(x.data(), 1, 8, bad, one, &rope), Error);
 }
 
 TEST(LinearFused, GateUpSiluEqualsLinearThenSiluMul) {
