@@ -12,6 +12,9 @@
 //                 token; model_cost.h) / (ttft_s x the fp32 FMA peak of the cores used);
 //                 cores used = min(ranks x threads per rank, CPUs), the per-core peak is
 //                 measured by this binary after the timed runs (as `bench peak`)
+//   phases        with --profile: per phase of the forward pass, rank 0's mean ms per
+//                 prefill / per decode token, its share of the step, and busy_threads (pool
+//                 threads' time in tasks / wall time: 2.0 = both threads busy throughout)
 //   mbu           decode: bytes read per token (weights once, K/V of the mean context) /
 //                 (itl_s x the DRAM read bandwidth of rank 0's threads): on one rank the
 //                 median of 3 short samples taken right after each timed iteration
@@ -36,6 +39,7 @@
 #include "dist/comm.h"
 #include "dist/launcher.h"
 #include "engine/step_executor.h"
+#include "core/phase_profile.h"
 #include "kernels/peak.h"
 #include "kernels/sampling.h"
 #include "model/model_cost.h"
@@ -49,9 +53,39 @@ struct LatencyArgs {
   int64_t input_len = 512, output_len = 32;
   int num_iters = 3, warmup = 1, threads_per_rank = 0;
   uint64_t seed = 0;
-  bool json = false;
+  bool json = false, profile = false;
   LayoutSpec layout;
 };
+
+// Per-phase totals of the timed iterations (core/phase_profile.h), prefill and decode apart.
+struct PhaseTotals {
+  PhaseTable prefill{}, decode{};
+  int64_t decode_steps = 0, prefills = 0;
+};
+
+void add_into(PhaseTable& into, const PhaseTable& t) {
+  for (int i = 0; i < kNumPhases; ++i) {
+    into[size_t(i)].wall_s += t[size_t(i)].wall_s;
+    into[size_t(i)].busy_thread_s += t[size_t(i)].busy_thread_s;
+    into[size_t(i)].calls += t[size_t(i)].calls;
+  }
+}
+
+// [{phase, ms (per prefill or per decode token), share of the step, busy_threads}], where
+// busy_threads = pool threads' time in tasks / wall time (2.0: both threads busy throughout).
+nlohmann::json phases_json(const PhaseTable& t, int64_t per, double step_s) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int i = 0; i < kNumPhases; ++i) {
+    const PhaseStats& s = t[size_t(i)];
+    if (s.calls == 0) continue;
+    const double wall = s.wall_s / double(std::max<int64_t>(per, 1));
+    out.push_back({{"phase", phase_name(Phase(i))},
+                   {"ms", 1e3 * wall},
+                   {"share", step_s > 0 ? wall / step_s : 0.0},
+                   {"busy_threads", s.wall_s > 0 ? s.busy_thread_s / s.wall_s : 0.0}});
+  }
+  return out;
+}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -65,7 +99,7 @@ struct IterTimes {
 
 // One request through the executor (rank 0), timing each step.
 IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64_t output_len,
-                   Comm& comm) {
+                   Comm& comm, PhaseTotals* prof) {
   ThreadPool& pool = global_pool();
   const int64_t V = exec.runner().config().vocab_size;
   IterTimes t;
@@ -73,9 +107,14 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
   plan.seqs = {{0, int64_t(prompt.size()), 0}};
   plan.tokens = prompt;
   comm.reset_stats();
+  if (prof) take_phase_profile();
   double t0 = now_s();
   int32_t tok = argmax(exec.run(plan).data(), V, pool);
   t.ttft = now_s() - t0;
+  if (prof) {
+    add_into(prof->prefill, take_phase_profile());
+    prof->prefills += 1;
+  }
   t.comm_prefill = comm.stats().seconds;
   for (int64_t i = 1; i < output_len; ++i) {
     plan.seqs[0].num_tokens = 1;
@@ -85,6 +124,10 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
     tok = argmax(exec.run(plan).data(), V, pool);
     t.itl.push_back(now_s() - s);
     t.comm_decode.push_back(comm.stats().seconds);
+  }
+  if (prof) {
+    add_into(prof->decode, take_phase_profile());
+    prof->decode_steps += output_len - 1;
   }
   StepPlan rel;
   rel.kind = StepPlan::Kind::Release;
@@ -110,6 +153,8 @@ int run_latency(const LatencyArgs& a) {
   }
   Rng rng(a.seed);
   std::vector<double> ttft, itl, comm_p, comm_d, read_gbps;
+  PhaseTotals prof;
+  set_phase_profiling(a.profile);
   // On one rank the read bandwidth is sampled right after every timed iteration (the same
   // time window as the decode it divides: this VM's bandwidth drifts between ~32 and ~51
   // GB/s over minutes); with more ranks, after the run, when the other ranks have left.
@@ -118,7 +163,8 @@ int run_latency(const LatencyArgs& a) {
   for (int it = 0; it < a.warmup + a.num_iters; ++it) {
     std::vector<int32_t> prompt(static_cast<size_t>(a.input_len));
     for (auto& t : prompt) t = int32_t(rng.next() % uint64_t(std::min<int64_t>(config.vocab_size, 151643)));
-    IterTimes t = run_once(exec, prompt, a.output_len, comm);
+    IterTimes t = run_once(exec, prompt, a.output_len, comm,
+                           a.profile && it >= a.warmup ? &prof : nullptr);
     if (it < a.warmup) continue;
     ttft.push_back(t.ttft);
     comm_p.push_back(t.comm_prefill);
@@ -180,6 +226,12 @@ int run_latency(const LatencyArgs& a) {
   j["mfu"] = flops / (median(ttft) * peak.fma_gflops_1t * 1e9 * double(cores));
   j["mbu"] = itl.empty() ? 0.0 : bytes / (median(itl) * median(read_gbps) * 1e9);
   j["peak_rss_bytes"] = peak_rss_bytes();  // rank 0's
+  if (a.profile) {
+    // Per-phase wall time of rank 0 (mean per prefill / per decode token) and busy threads.
+    j["phases"] = {{"prefill", phases_json(prof.prefill, prof.prefills, median(ttft))},
+                   {"decode", phases_json(prof.decode, prof.decode_steps,
+                                          itl.empty() ? 0.0 : median(itl))}};
+  }
   if (a.json) std::printf("%s\n", j.dump().c_str());
   else std::printf("%s\n", j.dump(2).c_str());
   return 0;
@@ -203,6 +255,9 @@ void register_bench_latency(CLI::App& bench, CommandAction* action) {
   cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "One JSON line");
+  cmd->add_flag("--profile", a->profile,
+                "Also report rank 0's time per phase (embedding, norms, linear layers, "
+                "attention, collectives, LM head, sampling) and its busy pool threads");
   add_layout_flags(cmd, &a->layout, &a->threads_per_rank);
   cmd->callback([a, action] {
     *action = [a] {

@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -27,12 +28,21 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
+int64_t ThreadPool::now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 void ThreadPool::work(int thread) {
+  const bool acc = accounting_.load(std::memory_order_relaxed);
+  const int64_t t0 = acc ? now_ns() : 0;
   for (;;) {
     int64_t t = next_task_.fetch_add(1, std::memory_order_relaxed);
     if (t >= num_tasks_) break;
     call_(ctx_, t, thread);
   }
+  if (acc) busy_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
 }
 
 void ThreadPool::worker_loop(int thread) {

@@ -19,13 +19,21 @@ class ThreadPool {
 
   int size() const { return num_threads_; }
 
+  // Busy-time accounting for profiles (core/phase_profile.h), process-wide, off by default:
+  // when on, busy_ns() grows by the time each thread spends running tasks.
+  static void set_busy_accounting(bool on) { accounting_.store(on, std::memory_order_relaxed); }
+  int64_t busy_ns() const { return busy_ns_.load(std::memory_order_relaxed); }
+
   // Calls fn(task, thread) for every task in [0, num_tasks); thread in [0, size()).
   // Blocks until all tasks are done. Not reentrant: fn must not call run().
   template <typename F>
   void run(int64_t num_tasks, F&& fn) {
     if (num_tasks <= 0) return;
     if (num_threads_ == 1 || num_tasks == 1) {
+      const bool acc = accounting_.load(std::memory_order_relaxed);
+      const int64_t t0 = acc ? now_ns() : 0;
       for (int64_t t = 0; t < num_tasks; ++t) fn(t, 0);
+      if (acc) busy_ns_.fetch_add(now_ns() - t0, std::memory_order_relaxed);
       return;
     }
     using Fn = std::remove_reference_t<F>;
@@ -53,6 +61,7 @@ class ThreadPool {
   void dispatch(int64_t num_tasks, void* ctx, Trampoline call);
   void worker_loop(int thread);
   void work(int thread);
+  static int64_t now_ns();
 
   int num_threads_;
   std::vector<std::thread> workers_;
@@ -61,6 +70,8 @@ class ThreadPool {
   std::atomic<int64_t> next_task_{0};
   std::atomic<int> busy_workers_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<int64_t> busy_ns_{0};
+  static inline std::atomic<bool> accounting_{false};
   int64_t num_tasks_ = 0;
   void* ctx_ = nullptr;
   Trampoline call_ = nullptr;

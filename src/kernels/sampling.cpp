@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/phase_profile.h"
 
 namespace cpinfer {
 
@@ -44,6 +45,7 @@ void validate_sampling(const SamplingParams& p) {
 }
 
 int32_t argmax(const float* logits, int64_t V, ThreadPool& pool) {
+  PhaseScope ps(Phase::Sampling, pool);
   CPI_ASSERT(V > 0);
   const int nt = pool.size();
   std::vector<int64_t> best(size_t(nt), -1);
@@ -63,42 +65,172 @@ int32_t argmax(const float* logits, int64_t V, ThreadPool& pool) {
   return int32_t(bi);
 }
 
+namespace {
+
+// Sampling works on fixed chunks of the vocabulary (not one per thread), combined in
+// chunk order, so the token drawn for a seed does not depend on the pool's size.
+constexpr int64_t kChunk = 8192;
+
+// Candidates (token ids) in sampling order: descending logit, ties to the lower id.
+struct ByLogit {
+  const float* logits;
+  bool operator()(int32_t a, int32_t b) const {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  }
+};
+
+// The top k ids of [0, V) in sampling order: each chunk keeps its own top k (in parallel),
+// then the survivors (at most k per chunk) are narrowed to k and sorted.
+std::vector<int32_t> top_k_ids(const float* logits, int64_t V, int64_t k, ThreadPool& pool) {
+  const int64_t chunks = (V + kChunk - 1) / kChunk;
+  std::vector<std::vector<int32_t>> keep(static_cast<size_t>(chunks));
+  const ByLogit by{logits};
+  pool.run(chunks, [&](int64_t c, int) {
+    const int64_t b = c * kChunk, e = std::min(V, b + kChunk);
+    std::vector<int32_t>& ids = keep[size_t(c)];
+    ids.resize(size_t(e - b));
+    std::iota(ids.begin(), ids.end(), int32_t(b));
+    if (int64_t(ids.size()) > k) {
+      std::nth_element(ids.begin(), ids.begin() + k, ids.end(), by);
+      ids.resize(size_t(k));
+    }
+  });
+  std::vector<int32_t> all;
+  for (const auto& ids : keep) all.insert(all.end(), ids.begin(), ids.end());
+  if (int64_t(all.size()) > k) {
+    std::nth_element(all.begin(), all.begin() + k, all.end(), by);
+    all.resize(size_t(k));
+  }
+  std::sort(all.begin(), all.end(), by);
+  return all;
+}
+
+}  // namespace
+
 int32_t sample_token(const float* logits, int64_t V, const SamplingParams& p, Rng& rng,
                      ThreadPool& pool) {
   validate_sampling(p);
   if (p.temperature == 0.f || p.top_k == 1) return argmax(logits, V, pool);
-  // Candidates ordered by logit, descending; restricted to the top k when asked.
-  std::vector<int32_t> idx(static_cast<size_t>(V));
-  std::iota(idx.begin(), idx.end(), 0);
-  auto by_logit = [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  };
-  int64_t k = (p.top_k > 0 && p.top_k < V) ? p.top_k : V;
+  PhaseScope ps(Phase::Sampling, pool);
+  const double inv_t = 1.0 / double(p.temperature);
+  const double u = rng.uniform();
+  const int64_t k = (p.top_k > 0 && p.top_k < V) ? p.top_k : V;
+  const int64_t chunks = (V + kChunk - 1) / kChunk;
+
   if (k < V) {
-    std::nth_element(idx.begin(), idx.begin() + k, idx.end(), by_logit);
-    idx.resize(size_t(k));
-  }
-  std::sort(idx.begin(), idx.end(), by_logit);
-  // Softmax of logits / T over the candidates (shifted by the max for stability).
-  const double inv_t = 1.0 / double(p.temperature), mx = logits[idx[0]];
-  std::vector<double> prob(idx.size());
-  double total = 0;
-  for (size_t i = 0; i < idx.size(); ++i) total += prob[i] = std::exp((logits[idx[i]] - mx) * inv_t);
-  // Nucleus: the smallest prefix whose probability reaches top_p (at least one token).
-  size_t n = idx.size();
-  if (p.top_p < 1.f) {
-    double cum = 0, want = double(p.top_p) * total;
-    for (size_t i = 0; i < idx.size(); ++i) {
+    // Top-k: sort only the k candidates; softmax and nucleus over them.
+    const std::vector<int32_t> idx = top_k_ids(logits, V, k, pool);
+    const double mx = logits[idx[0]];
+    std::vector<double> prob(idx.size());
+    double total = 0;
+    for (size_t i = 0; i < idx.size(); ++i)
+      total += prob[i] = std::exp((double(logits[idx[i]]) - mx) * inv_t);
+    size_t n = idx.size();
+    if (p.top_p < 1.f) {
+      double cum = 0;
+      const double want = double(p.top_p) * total;
+      for (size_t i = 0; i < idx.size(); ++i) {
+        cum += prob[i];
+        if (cum >= want) { n = i + 1; break; }
+      }
+    }
+    double kept = 0;
+    for (size_t i = 0; i < n; ++i) kept += prob[i];
+    double cum = 0;
+    const double target = u * kept;
+    for (size_t i = 0; i < n; ++i) {
       cum += prob[i];
-      if (cum >= want) { n = i + 1; break; }
+      if (target < cum) return idx[i];
+    }
+    return idx[n - 1];
+  }
+
+  // The whole vocabulary: weights w = exp((logit - max) / T), chunk sums in parallel.
+  std::vector<float> cmax(static_cast<size_t>(chunks));
+  pool.run(chunks, [&](int64_t c, int) {
+    const int64_t b = c * kChunk, e = std::min(V, b + kChunk);
+    float m = logits[b];
+    for (int64_t i = b + 1; i < e; ++i) m = std::max(m, logits[i]);
+    cmax[size_t(c)] = m;
+  });
+  const double mx = *std::max_element(cmax.begin(), cmax.end());
+  // Reused between calls. Lambdas below use `w` (a plain pointer): a thread_local named in
+  // a lambda would be the running worker's own, empty instance.
+  thread_local std::vector<double> w_buf;
+  w_buf.resize(size_t(V));
+  double* const w = w_buf.data();
+  std::vector<double> csum(static_cast<size_t>(chunks));
+  pool.run(chunks, [&](int64_t c, int) {
+    const int64_t b = c * kChunk, e = std::min(V, b + kChunk);
+    double s = 0;
+    for (int64_t i = b; i < e; ++i) s += w[size_t(i)] = std::exp((double(logits[i]) - mx) * inv_t);
+    csum[size_t(c)] = s;
+  });
+  double total = 0;
+  for (double x : csum) total += x;
+
+  if (p.top_p >= 1.f) {
+    // Plain temperature: the inverse CDF in id order (no sort): find the chunk, then the id.
+    const double target = u * total;
+    double cum = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      if (target >= cum + csum[size_t(c)] && c + 1 < chunks) {
+        cum += csum[size_t(c)];
+        continue;
+      }
+      const int64_t b = c * kChunk, e = std::min(V, b + kChunk);
+      for (int64_t i = b; i < e; ++i) {
+        cum += w[size_t(i)];
+        if (target < cum) return int32_t(i);
+      }
+      // Rounding left target at the very end: the last id with weight.
+      for (int64_t i = e - 1; i >= b; --i)
+        if (w[size_t(i)] > 0) return int32_t(i);
+    }
+    return argmax(logits, V, pool);
+  }
+
+  // Nucleus: the smallest prefix (in sampling order) whose weight reaches top_p * total.
+  // Ids with w >= thr are a prefix of that order (w grows with the logit), so once their
+  // weight reaches the target the nucleus lies inside them: only those are sorted. thr
+  // starts at max / 2^8 and drops by 2^8 until that holds (at worst: every id).
+  const double want = double(p.top_p) * total;
+  std::vector<int32_t> idx;
+  for (double thr = std::ldexp(1.0, -8);; thr = std::ldexp(thr, -8)) {
+    const bool all = thr < 1e-300;
+    std::vector<std::vector<int32_t>> part(static_cast<size_t>(chunks));
+    std::vector<double> pmass(static_cast<size_t>(chunks));
+    pool.run(chunks, [&](int64_t c, int) {
+      const int64_t b = c * kChunk, e = std::min(V, b + kChunk);
+      double m = 0;
+      for (int64_t i = b; i < e; ++i)
+        if (all || w[size_t(i)] >= thr) {
+          part[size_t(c)].push_back(int32_t(i));
+          m += w[size_t(i)];
+        }
+      pmass[size_t(c)] = m;
+    });
+    double mass = 0;
+    for (double x : pmass) mass += x;
+    if (mass >= want || all) {
+      for (const auto& ids : part) idx.insert(idx.end(), ids.begin(), ids.end());
+      break;
     }
   }
+  std::sort(idx.begin(), idx.end(), ByLogit{logits});
+  size_t n = idx.size();
+  double cum = 0;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    cum += w[size_t(idx[i])];
+    if (cum >= want) { n = i + 1; break; }
+  }
   double kept = 0;
-  for (size_t i = 0; i < n; ++i) kept += prob[i];
-  double u = rng.uniform() * kept, cum = 0;
+  for (size_t i = 0; i < n; ++i) kept += w[size_t(idx[i])];
+  const double target = u * kept;
+  cum = 0;
   for (size_t i = 0; i < n; ++i) {
-    cum += prob[i];
-    if (u < cum) return idx[i];
+    cum += w[size_t(idx[i])];
+    if (target < cum) return idx[i];
   }
   return idx[n - 1];
 }

@@ -30,7 +30,12 @@ void validate_sampling(const SamplingParams& p);
 // Index of the largest logit (the lowest index on ties). logits: [V].
 int32_t argmax(const float* logits, int64_t V, ThreadPool& pool);
 
-// Samples one token from logits[V]. Greedy when temperature == 0.
+// Samples one token from logits[V]. Greedy when temperature == 0. Otherwise softmax of
+// logits / temperature, restricted to the top_k largest (if > 0) and then to the smallest
+// set in descending order whose probability reaches top_p; one rng.uniform() per call.
+// Parallel over fixed 8192-id chunks of the vocabulary combined in order, so the token
+// for a given Rng state does not depend on the pool's size; only the candidates that can
+// be in the nucleus are sorted (none for top_p = 1, top_k = 0).
 int32_t sample_token(const float* logits, int64_t V, const SamplingParams& p, Rng& rng,
                      ThreadPool& pool);
 

@@ -8,6 +8,7 @@
 #include "kernels/linear.h"
 #include "kernels/linear_fused.h"
 #include "model/rope.h"
+#include "core/phase_profile.h"
 
 namespace cpinfer {
 
@@ -83,13 +84,19 @@ void Decoder::forward(const ForwardBatch& b, float* logits) {
   float* x = x_.data();    // residual stream [T, H]
   float* h = h_.data();    // normed input of a sub-layer [T, H]
   float* qkv = qkv_.data();  // [T, q | k | v]
-  embedding_lookup(w_.embed, tokens, T, x, pool_);
+  {
+    PhaseScope ps(Phase::Embedding, pool_);
+    embedding_lookup(w_.embed, tokens, T, x, pool_);
+  }
 
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& L = w_.layers[size_t(l)];
     // h holds the previous layer's MLP output: x += h; h = norm(x).
-    if (l == 0) rms_norm(x, L.input_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
-    else add_rms_norm(x, h, L.input_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
+    {
+      PhaseScope ps(Phase::Norm, pool_);
+      if (l == 0) rms_norm(x, L.input_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
+      else add_rms_norm(x, h, L.input_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
+    }
     auto bias = [](const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
     // q | k | v in one pass over the pool; each task rotates the q and k heads it has just
     // computed (RoPE in the epilogue, while they are in cache).
@@ -97,25 +104,51 @@ void Decoder::forward(const ForwardBatch& b, float* logits) {
                                      {L.k, bias(L.k_bias), qkv + qd, qkv_w, true},
                                      {L.v, bias(L.v_bias), qkv + qd + kvd, qkv_w, false}};
     const RotaryEpilogue rope{rope_cos_.data(), rope_sin_.data(), D};
-    linear_fused(h, T, H, qkv_parts, pool_, &rope);
-    if (cp) {
-      cp_attention_->run(*cp, l, cache_, qkv, qkv + qd, qkv + qd + kvd, qkv_w, sm_scale,
-                         attn_.data(), pool_);
-    } else {
-      cache_.append(l, qkv + qd, qkv + qd + kvd, qkv_w, b.slots.data(), T);
-      run_attention(attn_plan_, qkv, qkv_w, cache_.layer(l), sm_scale, attn_.data(), qd,
-                    lse_.data(), attn_ws_, pool_);
+    {
+      PhaseScope ps(Phase::QkvRope, pool_);
+      linear_fused(h, T, H, qkv_parts, pool_, &rope);
     }
-    linear(attn_.data(), T, qd, L.o, nullptr, h, H, pool_);
-    if (tp_size_ > 1) comm_->all_reduce_sum(h, size_t(T * H), DType::F32, Group::Tp);
-    // x += attn_out; h = norm(x)
-    add_rms_norm(x, h, L.post_attention_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
-    linear_gate_up_silu(h, T, H, L.gate, L.up, gu_.data(), act_.data(), pool_);
-    linear(act_.data(), T, I, L.down, nullptr, h, H, pool_);
-    if (tp_size_ > 1) comm_->all_reduce_sum(h, size_t(T * H), DType::F32, Group::Tp);
+    {
+      PhaseScope ps(Phase::Attention, pool_);
+      if (cp) {
+        cp_attention_->run(*cp, l, cache_, qkv, qkv + qd, qkv + qd + kvd, qkv_w, sm_scale,
+                           attn_.data(), pool_);
+      } else {
+        cache_.append(l, qkv + qd, qkv + qd + kvd, qkv_w, b.slots.data(), T);
+        run_attention(attn_plan_, qkv, qkv_w, cache_.layer(l), sm_scale, attn_.data(), qd,
+                      lse_.data(), attn_ws_, pool_);
+      }
+    }
+    {
+      PhaseScope ps(Phase::OProj, pool_);
+      linear(attn_.data(), T, qd, L.o, nullptr, h, H, pool_);
+    }
+    if (tp_size_ > 1) {
+      PhaseScope ps(Phase::TpAllReduce, pool_);
+      comm_->all_reduce_sum(h, size_t(T * H), DType::F32, Group::Tp);
+    }
+    {
+      // x += attn_out; h = norm(x)
+      PhaseScope ps(Phase::Norm, pool_);
+      add_rms_norm(x, h, L.post_attention_norm.data(), DType::F32, T, H, c.rms_norm_eps, h,
+                   pool_);
+    }
+    {
+      PhaseScope ps(Phase::GateUpSilu, pool_);
+      linear_gate_up_silu(h, T, H, L.gate, L.up, gu_.data(), act_.data(), pool_);
+    }
+    {
+      PhaseScope ps(Phase::Down, pool_);
+      linear(act_.data(), T, I, L.down, nullptr, h, H, pool_);
+    }
+    if (tp_size_ > 1) {
+      PhaseScope ps(Phase::TpAllReduce, pool_);
+      comm_->all_reduce_sum(h, size_t(T * H), DType::F32, Group::Tp);
+    }
   }
 
   // Final norm and LM head only for the rows whose logits are wanted.
+  PhaseScope ps(Phase::LmHead, pool_);
   select_final_rows(b, T);
   const int64_t R = int64_t(cp ? cp->logit_rows.size() : b.logit_rows.size());
   if (R > 0) lm_head(R, logits);

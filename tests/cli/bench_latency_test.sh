@@ -8,7 +8,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 "$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --out "$TMP/tiny" 2>/dev/null
 "$CPINFER" bench latency --model "$TMP/tiny" --input-len 96 --output-len 5 --num-iters 2 \
-  --warmup 0 --json >"$TMP/one.json" 2>/dev/null
+  --warmup 0 --json --profile >"$TMP/one.json" 2>/dev/null
 "$CPINFER" bench latency --model "$TMP/tiny" --input-len 96 --output-len 5 --num-iters 1 \
   --warmup 0 -pcp 2 --json >"$TMP/pcp.json" 2>/dev/null
 node - "$TMP/one.json" "$TMP/pcp.json" <<'JS'
@@ -38,5 +38,20 @@ if (pcp.peak_read_gbps_min !== pcp.peak_read_gbps_max) fail('pcp 2: one after-ru
 if (one.kv_bytes_per_rank !== one.kv_bytes_without_cp) fail('one rank: kv per rank != without cp');
 if (!(pcp.kv_bytes_per_rank <= pcp.kv_bytes_without_cp / 2 + 8 * 4096)) fail('pcp 2: kv per rank not about half');
 if (pcp.world_size !== 2 || pcp.layout.pcp !== 2) fail('pcp 2 layout');
+// --profile: every phase of a one-rank forward pass, prefill and decode, summing to at most
+// the step (the rest is planning and the step's own overhead), busy threads within the pool.
+const want = ['embedding', 'norm', 'qkv_rope', 'attention', 'o_proj', 'gate_up_silu', 'down_proj', 'lm_head', 'sampling'];
+for (const k of ['prefill', 'decode']) {
+  const ph = one.phases && one.phases[k];
+  if (!Array.isArray(ph)) fail(`phases.${k} missing`);
+  const names = ph.map((p) => p.phase);
+  for (const w of want) if (!names.includes(w)) fail(`phases.${k} lacks ${w}: ${names}`);
+  if (names.includes('tp_all_reduce')) fail('one rank has no TP all-reduce');
+  const share = ph.reduce((a, p) => a + p.share, 0);
+  if (!(share > 0.3 && share <= 1.05)) fail(`phases.${k} shares sum to ${share}`);
+  for (const p of ph) if (!(p.ms >= 0 && p.busy_threads >= 0 && p.busy_threads <= one.threads_per_rank + 0.1))
+    fail(`phase ${k}.${p.phase}: ${JSON.stringify(p)}`);
+}
+if (pcp.phases !== undefined) fail('phases reported without --profile');
 console.log('bench_latency_test: all checks passed');
 JS

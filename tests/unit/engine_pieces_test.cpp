@@ -1,6 +1,12 @@
 // Page pool, forward-batch building and sampling.
 #include <gtest/gtest.h>
 
+#include <random>
+
+#include <numeric>
+
+#include <set>
+
 #include <cmath>
 #include <map>
 
@@ -91,6 +97,87 @@ TEST(Sampling, TemperatureTopKTopPFollowTheDistribution) {
   EXPECT_EQ(c[3], 0);
   // Same seed, same draws.
   EXPECT_EQ(freq({0.7f, 0.9f, 3, 9}), freq({0.7f, 0.9f, 3, 9}));
+}
+
+// Reference: the definition, over the whole vocabulary in double precision (sort all ids
+// by logit, top-k, softmax, nucleus). Returns the candidate ids that may be drawn.
+std::vector<int32_t> reference_support(const std::vector<float>& l, const SamplingParams& p) {
+  const int64_t V = int64_t(l.size());
+  std::vector<int32_t> idx(l.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::sort(idx.begin(), idx.end(), [&](int32_t a, int32_t b) {
+    return l[size_t(a)] > l[size_t(b)] || (l[size_t(a)] == l[size_t(b)] && a < b);
+  });
+  if (p.top_k > 0 && p.top_k < V) idx.resize(size_t(p.top_k));
+  std::vector<double> w(idx.size());
+  double total = 0;
+  for (size_t i = 0; i < idx.size(); ++i)
+    total += w[i] = std::exp((double(l[size_t(idx[i])]) - l[size_t(idx[0])]) / p.temperature);
+  double cum = 0;
+  for (size_t i = 0; i < idx.size(); ++i) {
+    cum += w[i];
+    if (cum >= p.top_p * total) {
+      idx.resize(i + 1);
+      break;
+    }
+  }
+  return idx;
+}
+
+// A Qwen-sized vocabulary (151936 ids, 19 chunks): draws stay inside the reference's
+// candidate set, follow its probabilities, and the same seed gives the same tokens with 1
+// and 2 threads (chunked, order-fixed reductions).
+TEST(Sampling, LargeVocabularyMatchesReferenceAndIgnoresThreadCount) {
+  ThreadPool one(1), two(2);
+  const int64_t V = 151936;
+  std::mt19937 gen(3);
+  std::normal_distribution<float> nd(0.f, 2.f);
+  std::vector<float> l(static_cast<size_t>(V));
+  for (auto& v : l) v = nd(gen);
+  // A few clear favourites far apart in the vocabulary (different chunks).
+  l[7] = 14.f;
+  l[90001] = 13.5f;
+  l[151935] = 13.f;
+  for (SamplingParams p : {SamplingParams{1.f, 1.f, 0, 5}, SamplingParams{0.8f, 0.9f, 0, 6},
+                           SamplingParams{1.3f, 1.f, 50, 7}, SamplingParams{1.f, 0.5f, 40, 8},
+                           SamplingParams{0.5f, 0.95f, 0, 9}}) {
+    const std::vector<int32_t> support = reference_support(l, p);
+    const std::set<int32_t> allowed(support.begin(), support.end());
+    Rng r1(p.seed), r2(p.seed);
+    std::map<int32_t, int> count;
+    const int draws = 400;
+    for (int i = 0; i < draws; ++i) {
+      const int32_t a = sample_token(l.data(), V, p, r1, one);
+      ASSERT_EQ(a, sample_token(l.data(), V, p, r2, two)) << "draw " << i;
+      ASSERT_TRUE(allowed.count(a)) << "token " << a << " outside the reference candidates";
+      count[a]++;
+    }
+    // The favourite's frequency matches its reference probability within 4 sigma.
+    double total = 0, fav = 0;
+    for (int32_t id : support) {
+      const double w = std::exp((double(l[size_t(id)]) - 14.0) / p.temperature);
+      total += w;
+      if (id == 7) fav = w;
+    }
+    const double q = fav / total, sigma = std::sqrt(q * (1 - q) / draws);
+    EXPECT_NEAR(count[7] / double(draws), q, 4 * sigma + 1e-3)
+        << "temperature " << p.temperature << " top_p " << p.top_p << " top_k " << p.top_k;
+  }
+}
+
+// A nucleus that needs most of a flat vocabulary (the threshold search goes all the way).
+TEST(Sampling, FlatDistributionNucleus) {
+  ThreadPool pool(2);
+  std::vector<float> l(20000, 0.f);
+  l[123] = 1e-3f;
+  Rng rng(4);
+  std::set<int32_t> seen;
+  for (int i = 0; i < 2000; ++i) {
+    const int32_t t = sample_token(l.data(), 20000, {1.f, 0.99f, 0, 4}, rng, pool);
+    ASSERT_TRUE(t >= 0 && t < 20000);
+    seen.insert(t);
+  }
+  EXPECT_GT(seen.size(), 1500u);  // ~2000 draws over ~19800 near-equal ids
 }
 
 TEST(Sampling, RejectsBadParameters) {
