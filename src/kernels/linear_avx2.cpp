@@ -2,6 +2,8 @@
 //   gemv:  one W row at a time, front to back, x up to 4 x rows, W widened in registers
 //          (bf16: zero-extend + shift left 16; f16: vcvtph2ps), K tail through a zero-padded
 //          copy (AVX2 has no masked 16-bit loads).
+//   skinny: decode batches; 3 x-row x 3 W-row register tiles over K, W widened in registers
+//          once per tile and read unpacked.
 //   gemm:  6 x 16 register tile (12 ymm accumulators) over a packed f32 W panel; the panel
 //          is packed with 8 x 8 in-register transposes.
 #include <immintrin.h>
@@ -253,6 +255,77 @@ struct Avx2Gemm {
   }
 };
 
+// ---- skinny (decode batches) ------------------------------------------------------
+
+struct Skinny {
+  static constexpr int kSm = 3;  // x rows per tile
+  static constexpr int kSn = 3;  // W rows per tile: 9 accumulators + 3 W + 1 x of 16 ymm
+
+  template <DType DT, int MM>
+  static void tile(const float* x, int64_t ldx, const char* const rows[kSn], int64_t K,
+                   const float bias[kSn], float* y, int64_t ldy, int nv, const char* pf,
+                   int64_t pf_bytes) {
+    using T = typename Load<DT>::T;
+    const T* w[kSn];
+    for (int j = 0; j < kSn; ++j) w[j] = reinterpret_cast<const T*>(rows[j]);
+    __m256 acc[MM][kSn];
+#pragma GCC unroll 3
+    for (int m = 0; m < MM; ++m)
+#pragma GCC unroll 3
+      for (int j = 0; j < kSn; ++j) acc[m][j] = _mm256_setzero_ps();
+    // Prefetch: pf_bytes spread evenly over the K loop's steps, one line at a time.
+    const int64_t steps = (K + 7) / 8;
+    const int64_t lines = pf ? (pf_bytes + 63) / 64 : 0;
+    int64_t next_line = 0;
+    int64_t k = 0, step = 0;
+    for (; k + 8 <= K; k += 8, ++step) {
+      while (next_line < lines && next_line * steps < (step + 1) * lines)
+        _mm_prefetch(pf + 64 * next_line++, _MM_HINT_T0);
+      __m256 wv[kSn];
+#pragma GCC unroll 3
+      for (int j = 0; j < kSn; ++j) wv[j] = Load<DT>::full(w[j] + k);
+#pragma GCC unroll 3
+      for (int m = 0; m < MM; ++m) {
+        const __m256 xv = _mm256_loadu_ps(x + m * ldx + k);
+#pragma GCC unroll 3
+        for (int j = 0; j < kSn; ++j) acc[m][j] = _mm256_fmadd_ps(xv, wv[j], acc[m][j]);
+      }
+    }
+    if (k < K) {
+      const __m256i mask = tail_mask(K - k);
+      __m256 wv[kSn];
+#pragma GCC unroll 3
+      for (int j = 0; j < kSn; ++j) wv[j] = Load<DT>::partial(w[j] + k, K - k);
+#pragma GCC unroll 3
+      for (int m = 0; m < MM; ++m) {
+        const __m256 xv = _mm256_maskload_ps(x + m * ldx + k, mask);
+#pragma GCC unroll 3
+        for (int j = 0; j < kSn; ++j) acc[m][j] = _mm256_fmadd_ps(xv, wv[j], acc[m][j]);
+      }
+    }
+    while (next_line < lines) _mm_prefetch(pf + 64 * next_line++, _MM_HINT_T0);
+#pragma GCC unroll 3
+    for (int m = 0; m < MM; ++m)
+      for (int j = 0; j < nv; ++j) y[m * ldy + j] = bias[j] + hsum(acc[m][j]);
+  }
+
+  template <DType DT>
+  static void tile_rows(int mr, const float* x, int64_t ldx, const char* const rows[kSn],
+                        int64_t K, const float bias[kSn], float* y, int64_t ldy, int nv,
+                        const char* pf, int64_t pf_bytes) {
+    switch (mr) {
+      case 1: return tile<DT, 1>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
+      case 2: return tile<DT, 2>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
+      default: return tile<DT, 3>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
+    }
+  }
+};
+
+void skinny(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
+            float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  skinny_task<Skinny>(x, M, ldx, w, bias, y, ldy, n0, n1);
+}
+
 void gemm(const float* x, int64_t ldx, const WeightView& w, const float* bias, float* y,
           int64_t ldy, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   gemm_task<Avx2Gemm>(x, ldx, w, bias, y, ldy, m0, m1, n0, n1);
@@ -261,7 +334,8 @@ void gemm(const float* x, int64_t ldx, const WeightView& w, const float* bias, f
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{gemv, gemm, widen, Avx2Gemm::kMr, Avx2Gemm::kNr, Avx2Gemm::kNcStrips};
+  static const Kernels k{gemv,           gemm,          widen, Avx2Gemm::kMr, Avx2Gemm::kNr,
+                         Avx2Gemm::kNcStrips, skinny};
   return k;
 }
 
