@@ -289,6 +289,23 @@ struct Avx512Gemm {
     }
   }
 
+  // xp[k * mr + i] = x[i * ldx + k] for i < mr (<= 16), k < kc: 16 x 16 blocks transposed
+  // in registers; row j of a transposed block (k = k0 + j) is stored with its first mr lanes.
+  // Example, mr 14: block k0 = 0 holds x[0..13, 0..15] (rows 14, 15 zero); its row 3 is
+  // x[0..13, 3] and goes to xp[42 .. 55].
+  static void pack_x(const float* x, int64_t ldx, int mr, int64_t kc, float* xp) {
+    const __mmask16 lanes = tail_mask(mr);
+    for (int64_t k0 = 0; k0 < kc; k0 += 16) {
+      const int cnt = int(std::min<int64_t>(16, kc - k0));
+      const __mmask16 m = tail_mask(cnt);
+      __m512 r[16];
+      for (int i = 0; i < mr; ++i) r[i] = _mm512_maskz_loadu_ps(m, x + i * ldx + k0);
+      for (int i = mr; i < 16; ++i) r[i] = _mm512_setzero_ps();
+      transpose16(r);
+      for (int j = 0; j < cnt; ++j) _mm512_mask_storeu_ps(xp + (k0 + j) * mr, lanes, r[j]);
+    }
+  }
+
   // y[i, 0:nv] (+)= sum_k xp[k * MR + i] * wp[k * 32 + 0:nv], i < MR.
   template <int MR>
   static void micro_t(int64_t kc, const float* xp, const float* wp, float* y, int64_t ldy,

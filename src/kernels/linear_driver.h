@@ -170,6 +170,7 @@ void skinny_task(const float* x, int64_t M, int64_t ldx, const WeightView& w, co
 // Kern provides: kMr, kNr, kKcMax, kNcStrips;
 //   pack_w(w, row0, rows_valid, k0, kc, dst): dst[k * kNr + j] = W[row0 + j, k0 + k] for
 //     j < rows_valid, 0 for rows_valid <= j < kNr;
+//   optionally pack_x(x, ldx, mr, kc, xp): what pack_x_tile does, faster;
 //   micro(mr, kc, xp, wp, y, ldy, nv, bias, accumulate): y[i, j] (i < mr, j < nv) =
 //     init + sum_k xp[k * mr + i] * wp[k * kNr + j], init = y if accumulate, else bias or 0.
 template <typename Kern>
@@ -199,7 +200,10 @@ void gemm_task(const float* x, int64_t ldx, const WeightView& w, const float* bi
       for (int64_t t = 0; t < m_tiles; ++t) {
         const int64_t ma = m0 + split_point(m1 - m0, m_tiles, t);
         const int mr = int(m0 + split_point(m1 - m0, m_tiles, t + 1) - ma);
-        pack_x_tile<Kern>(x + ma * ldx + k0, ldx, mr, kc, xpack);
+        if constexpr (requires { Kern::pack_x(x, ldx, mr, kc, xpack); })
+          Kern::pack_x(x + ma * ldx + k0, ldx, mr, kc, xpack);  // the ISA's own transpose
+        else
+          pack_x_tile<Kern>(x + ma * ldx + k0, ldx, mr, kc, xpack);
         for (int64_t s = s0; s < s1; ++s) {
           const int64_t row0 = n0 + s * NR;
           const float* b = (kb == 0 && bias) ? bias + row0 : nullptr;
