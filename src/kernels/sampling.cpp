@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <ranges>
 #include <vector>
 
 #include "core/error.h"
@@ -88,12 +89,9 @@ std::vector<int32_t> top_k_ids(const float* logits, int64_t V, int64_t k, Thread
   pool.run(chunks, [&](int64_t c, int) {
     const int64_t b = c * kChunk, e = std::min(V, b + kChunk);
     std::vector<int32_t>& ids = keep[size_t(c)];
-    ids.resize(size_t(e - b));
-    std::iota(ids.begin(), ids.end(), int32_t(b));
-    if (int64_t(ids.size()) > k) {
-      std::nth_element(ids.begin(), ids.begin() + k, ids.end(), by);
-      ids.resize(size_t(k));
-    }
+    // A heap of the best k so far: most ids lose one comparison against its worst.
+    ids.resize(size_t(std::min(k, e - b)));
+    std::ranges::partial_sort_copy(std::views::iota(int32_t(b), int32_t(e)), ids, by);
   });
   std::vector<int32_t> all;
   for (const auto& ids : keep) all.insert(all.end(), ids.begin(), ids.end());
@@ -217,7 +215,15 @@ int32_t sample_token(const float* logits, int64_t V, const SamplingParams& p, Rn
       break;
     }
   }
-  std::sort(idx.begin(), idx.end(), ByLogit{logits});
+  {
+    // Sorted as (logit, id) pairs side by side: no indirect loads in the comparisons.
+    std::vector<std::pair<float, int32_t>> pairs(idx.size());
+    for (size_t i = 0; i < idx.size(); ++i) pairs[i] = {logits[idx[i]], idx[i]};
+    std::sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
+      return a.first > b.first || (a.first == b.first && a.second < b.second);
+    });
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = pairs[i].second;
+  }
   size_t n = idx.size();
   double cum = 0;
   for (size_t i = 0; i < idx.size(); ++i) {
