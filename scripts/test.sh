@@ -8,3 +8,9 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 cd "$BUILD_DIR"
 ctest --output-on-failure -j"$(nproc)" "$@"
+
+# Then the fast unit tests under ASan + UBSan, zero reports (scripts/sanitizer_test.sh).
+# CPINFER_SKIP_SANITIZERS=1 skips this stage for quick local runs; CI runs it.
+if [[ "${CPINFER_SKIP_SANITIZERS:-0}" != 1 ]]; then
+  cd "$OLDPWD" && bash scripts/sanitizer_test.sh
+fi

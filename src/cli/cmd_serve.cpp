@@ -22,6 +22,7 @@
 #include "core/thread_pool.h"
 #include "dist/comm.h"
 #include "dist/launcher.h"
+#include "dist/watchdog.h"
 #include "engine/engine.h"
 #include "engine/model_runner.h"
 #include "engine/step_executor.h"
@@ -80,6 +81,30 @@ void install_stop_handler(bool driver) {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
+// The death of a rank (dist/watchdog.h), on rank 0's watchdog thread: new requests and
+// /health answer 503 naming the rank, requests in flight get the error, then the process
+// exits without any collective (the engine thread may be blocked in one for good). The other
+// ranks exit when they see rank 0 go; mpirun, seeing a rank die, ends the job too.
+std::atomic<Engine*> g_engine{nullptr};
+[[noreturn]] void on_rank_lost(int rank, const std::string& where) {
+  const std::string why = fmt::format("rank {} died ({}); shutting down", rank, where);
+  std::fprintf(stderr, "cpinfer: %s\n", why.c_str());
+  std::fflush(stderr);
+  if (Engine* e = g_engine.load()) {
+    e->fail(why);
+    // Let the HTTP threads write the errors: until every call in flight has ended (at most
+    // 3 s), and at least 1 s, so that /health answers 503 meanwhile.
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    while (clock::now() - t0 < std::chrono::seconds(3) &&
+           (clock::now() - t0 < std::chrono::seconds(1) || e->num_live_channels() > 0))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::fprintf(stderr, "cpinfer: rank 0: exiting after the death of rank %d\n", rank);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
 void watch_stop_signal(Engine& engine) {
   std::thread([&engine] {
     while (!g_stop_signal.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -108,8 +133,10 @@ int run_serve(ServeArgs a) {
   ModelRunner runner(a.model, ro, pool, &layout, &comm);
   StepExecutor exec(runner, &comm);
   install_stop_handler(exec.is_driver());
+  start_rank_watchdog(comm, on_rank_lost);  // collective; nothing for a world of one
   if (!exec.is_driver()) {
     exec.worker_loop();
+    disarm_rank_watchdog();  // Shutdown received: rank 0 is about to leave normally
     return 0;
   }
   signal(SIGPIPE, SIG_IGN);  // a client that goes away must not end the server
@@ -139,6 +166,10 @@ int run_serve(ServeArgs a) {
     eo.scheduler.max_num_batched_tokens = std::max(eo.scheduler.max_num_batched_tokens, len);
   }
   Engine engine(exec, tok, eo, pool);
+  g_engine.store(&engine);
+  struct ForgetEngine {
+    ~ForgetEngine() { g_engine.store(nullptr); }
+  } forget_engine;
 
   a.server.model_dir = a.model;
   if (a.server.served_model_name.empty()) a.server.served_model_name = a.model;
@@ -158,8 +189,11 @@ int run_serve(ServeArgs a) {
   std::printf("cpinfer serve: listening on http://%s:%d\n", a.server.host.c_str(), port);
   std::fflush(stdout);
   engine.run();
+  // After a rank's death the watchdog thread ends the process: no collective from here.
+  while (!engine.failure().empty()) std::this_thread::sleep_for(std::chrono::seconds(1));
   server.stop();
   exec.shutdown();
+  disarm_rank_watchdog();  // the other ranks leave from now on
   CPI_LOG_INFO("server stopped");
   return 0;
 }

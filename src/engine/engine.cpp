@@ -93,18 +93,53 @@ void Engine::submit(RequestParams params, std::shared_ptr<OutputChannel> channel
   a->arrival = now_s();
   {
     std::lock_guard<std::mutex> lk(inbox_mu_);
+    CPI_CHECK(failure_.empty(), "{}", failure_);
     CPI_CHECK(!stop_, "the server is shutting down");
+    if (live_.size() >= live_prune_at_) {  // forget channels whose HTTP call has ended
+      std::erase_if(live_, [](const std::weak_ptr<OutputChannel>& w) { return w.expired(); });
+      live_prune_at_ = std::max<size_t>(64, 2 * live_.size());
+    }
+    live_.push_back(a->channel);
     inbox_.push_back(std::move(a));
   }
   inbox_cv_.notify_one();
 }
 
 void Engine::stop() {
+  // Notify under the lock: once run() sees stop_ it returns and the engine may be destroyed
+  // (cpinfer serve's signal watcher calls this; ThreadSanitizer caught the notify racing
+  // ~Engine's condition-variable destruction).
+  std::lock_guard<std::mutex> lk(inbox_mu_);
+  stop_ = true;
+  inbox_cv_.notify_one();
+}
+
+void Engine::fail(const std::string& why) {
+  std::vector<std::weak_ptr<OutputChannel>> live;
   {
     std::lock_guard<std::mutex> lk(inbox_mu_);
+    if (failure_.empty()) failure_ = why.empty() ? "the server failed" : why;
     stop_ = true;
+    live = live_;
   }
   inbox_cv_.notify_one();
+  for (const auto& w : live)
+    if (auto c = w.lock()) c->fail(why);
+}
+
+std::string Engine::failure() const {
+  std::lock_guard<std::mutex> lk(inbox_mu_);
+  return failure_;
+}
+
+size_t Engine::num_live_channels() const {
+  std::lock_guard<std::mutex> lk(inbox_mu_);
+  size_t n = 0;
+  for (const auto& w : live_) {
+    const auto c = w.lock();  // the engine's own reference keeps it alive: cancelled = over
+    n += c && !c->cancelled() ? 1 : 0;
+  }
+  return n;
 }
 
 EngineMetrics Engine::metrics() const {
@@ -289,7 +324,13 @@ void Engine::run() {
           }
           inbox_cv_.wait(lk, [&] { return stop_ || !inbox_.empty(); });
         }
-        if (stop_) break;
+        if (stop_) {
+          if (!failure_.empty()) {  // fail(): the ranks may be gone, no collective call
+            running_.store(false);
+            return;
+          }
+          break;
+        }
       }
       admit_new();
       drop_cancelled();

@@ -45,6 +45,14 @@ class Engine {
   // Rank 0's main thread: serves until stop(), then ends every request with "abort".
   void run();
   void stop();  // thread-safe
+  // Thread-safe, for a fatal failure outside the engine thread (a rank died; that thread
+  // may be blocked in a collective for good): from now on failure() is `why`, the loop and
+  // submit() stop, and every request in flight or queued gets `why` on its channel at once.
+  // The caller ends the process; the engine makes no further collective call of its own.
+  void fail(const std::string& why);
+  std::string failure() const;  // "" while the engine has not failed
+  // Channels whose HTTP call is still in progress (not ended, not cancelled).
+  size_t num_live_channels() const;
   bool running() const { return running_.load(); }
   EngineMetrics metrics() const;  // thread-safe copy
 
@@ -83,10 +91,13 @@ class Engine {
   BlockManager blocks_;
   Scheduler sched_;
 
-  std::mutex inbox_mu_;
+  mutable std::mutex inbox_mu_;
   std::condition_variable inbox_cv_;
   std::vector<std::unique_ptr<Active>> inbox_;
   bool stop_ = false;
+  std::string failure_;                               // under inbox_mu_
+  std::vector<std::weak_ptr<OutputChannel>> live_;    // under inbox_mu_: channels submitted to
+  size_t live_prune_at_ = 64;
   std::atomic<int64_t> next_id_{1};
   std::atomic<bool> running_{false};
 

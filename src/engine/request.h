@@ -65,7 +65,8 @@ class OutputChannel {
   bool pop(RequestEvent* out, double timeout_s) {
     std::unique_lock<std::mutex> lk(mu_);
     if (!cv_.wait_for(lk, std::chrono::duration<double>(timeout_s),
-                      [&] { return !events_.empty(); }))
+                      [&] { return !events_.empty() || !failure_.empty(); }) ||
+        events_.empty())
       return false;
     *out = std::move(events_.front());
     events_.pop_front();
@@ -75,12 +76,29 @@ class OutputChannel {
   // their pages at its next step.
   void cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
+  // Any thread: the job failed (e.g. a rank died) and the engine will send nothing more;
+  // pop() returns at once and the client side answers failure() as an error.
+  void fail(const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (failure_.empty()) failure_ = why.empty() ? "the server failed" : why;
+      failed_.store(true);
+    }
+    cv_.notify_all();
+  }
+  std::string failure() {  // "" unless fail() was called (cheap: read on every pump)
+    if (!failed_.load()) return {};
+    std::lock_guard<std::mutex> lk(mu_);
+    return failure_;
+  }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<RequestEvent> events_;
   std::atomic<bool> cancelled_{false};
+  std::string failure_;  // under mu_
+  std::atomic<bool> failed_{false};
 };
 
 }  // namespace cpinfer

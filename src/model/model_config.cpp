@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 
 namespace cpinfer {
 
@@ -113,11 +114,15 @@ class Fields {
 };
 
 json parse_json_object(const std::string& text, const std::string& source) {
+  CPI_CHECK(json_nesting_depth(text, kMaxJsonDepth) <= kMaxJsonDepth,
+            "{} is nested deeper than {} levels; not a config file?", source, kMaxJsonDepth);
   json root;
   try {
     root = json::parse(text);
   } catch (const json::parse_error& e) {
     fail("{} is not valid JSON (at byte {}): {}", source, e.byte, e.what());
+  } catch (const json::exception& e) {  // out_of_range.406: a number beyond double's range
+    fail("{} is not valid JSON: {}", source, e.what());
   }
   CPI_CHECK(root.is_object(), "{}: expected a JSON object at the top level, found {}", source,
             type_name(root));
@@ -242,6 +247,20 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
             source, c.head_dim);
   c.vocab_size = f.positive("vocab_size");
   c.max_position_embeddings = f.positive("max_position_embeddings");
+  // Upper bounds far above any real model, so that products of sizes (q rows = heads *
+  // head_dim, KV bytes, ...) cannot overflow 64 bits and an absurd value is named here.
+  auto at_most = [&](const char* key, int64_t v, int64_t limit) {
+    CPI_CHECK(v <= limit, "{}: field '{}' is {}, larger than cpinfer supports (at most {})",
+              source, key, v, limit);
+  };
+  at_most("hidden_size", c.hidden_size, int64_t(1) << 20);
+  at_most("intermediate_size", c.intermediate_size, int64_t(1) << 22);
+  at_most("num_hidden_layers", c.num_layers, 4096);
+  at_most("num_attention_heads", c.num_q_heads, 4096);
+  at_most("num_key_value_heads", c.num_kv_heads, 4096);
+  at_most("head_dim", c.head_dim, 4096);
+  at_most("vocab_size", c.vocab_size, int64_t(1) << 24);
+  at_most("max_position_embeddings", c.max_position_embeddings, int64_t(1) << 30);
 
   c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
   CPI_CHECK(c.rms_norm_eps > 0, "{}: field 'rms_norm_eps' must be positive, found {}", source,

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "core/progress.h"
 #include "core/thread_pool.h"
 
@@ -46,29 +47,35 @@ uint64_t non_negative(const json& v, const std::string& what) {
   return v.get<uint64_t>();
 }
 
-// Parses and validates the header of one mapped .safetensors file.
-std::vector<TensorInfo> parse_header(const MappedFile& f) {
-  const std::string& path = f.path();
-  const size_t size = f.size();
+}  // namespace
+
+std::vector<TensorInfo> parse_safetensors_header(const uint8_t* bytes, size_t size,
+                                                 const std::string& path) {
   CPI_CHECK(size >= 8, "'{}' is too short to be a safetensors file: {} bytes, expected at "
             "least 8 (the header length)", path, size);
   uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | f.data()[i];  // little-endian u64
+  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];  // little-endian u64
   CPI_CHECK(n <= kMaxHeaderBytes, "'{}': header length {} is absurd (limit {} bytes); not a "
             "safetensors file?", path, n, kMaxHeaderBytes);
   CPI_CHECK(n <= size - 8, "'{}': header length {} runs past the end of the file ({} bytes, "
             "so at most {})", path, n, size, size - 8);
-  const char* hdr = reinterpret_cast<const char*>(f.data() + 8);
+  const char* hdr = reinterpret_cast<const char*>(bytes + 8);
+  // A header is two levels deep; a deeply nested one would overflow the stack in dump().
+  CPI_CHECK(json_nesting_depth(std::string_view(hdr, n), kMaxJsonDepth) <= kMaxJsonDepth,
+            "'{}': the header is nested deeper than {} levels; not a safetensors file?", path,
+            kMaxJsonDepth);
   json root;
   try {
     root = json::parse(hdr, hdr + n);
   } catch (const json::parse_error& e) {
     fail("'{}': the header is not valid JSON (at byte {} of {}): {}", path, e.byte, n, e.what());
+  } catch (const json::exception& e) {  // out_of_range.406: a number beyond double's range
+    fail("'{}': the header is not valid JSON: {}", path, e.what());
   }
   CPI_CHECK(root.is_object(), "'{}': the header must be a JSON object, found {}", path,
             root.type_name());
 
-  const uint8_t* data = f.data() + 8 + n;
+  const uint8_t* data = bytes + 8 + n;
   const uint64_t data_size = size - 8 - n;
   std::vector<TensorInfo> out;
   for (auto it = root.begin(); it != root.end(); ++it) {
@@ -133,6 +140,8 @@ std::vector<TensorInfo> parse_header(const MappedFile& f) {
   return out;
 }
 
+namespace {
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   CPI_CHECK(in.good(), "cannot open '{}'", path);
@@ -151,7 +160,7 @@ int64_t TensorInfo::numel() const {
 
 void SafetensorsStore::add_file(const std::string& file_path) {
   auto f = std::make_shared<MappedFile>(file_path);
-  std::vector<TensorInfo> ts = parse_header(*f);
+  std::vector<TensorInfo> ts = parse_safetensors_header(f->data(), f->size(), file_path);
   for (TensorInfo& t : ts) {
     auto it = tensors_.find(t.name);
     CPI_CHECK(it == tensors_.end(), "tensor '{}' appears twice: in '{}' and in '{}'", t.name,
@@ -190,11 +199,16 @@ SafetensorsStore SafetensorsStore::open(const std::string& path) {
 
   // Sharded: the index maps every tensor name to its shard file (next to the index).
   const std::string ipath = index.string();
+  const std::string itext = read_text(ipath);
+  CPI_CHECK(json_nesting_depth(itext, kMaxJsonDepth) <= kMaxJsonDepth,
+            "'{}' is nested deeper than {} levels; not a safetensors index?", ipath, kMaxJsonDepth);
   json root;
   try {
-    root = json::parse(read_text(ipath));
+    root = json::parse(itext);
   } catch (const json::parse_error& e) {
     fail("'{}' is not valid JSON (at byte {}): {}", ipath, e.byte, e.what());
+  } catch (const json::exception& e) {  // out_of_range.406: a number beyond double's range
+    fail("'{}' is not valid JSON: {}", ipath, e.what());
   }
   CPI_CHECK(root.is_object() && root.contains("weight_map") && root["weight_map"].is_object(),
             "'{}': expected an object with a \"weight_map\" object", ipath);

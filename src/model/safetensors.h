@@ -52,6 +52,13 @@ class SafetensorsStore {
   std::map<std::string, TensorInfo> tensors_;
 };
 
+// Parses and validates the bytes of one whole .safetensors file (header length, JSON
+// header, dtypes, shapes, data_offsets inside the data area, no overlaps); `source` names
+// the file in errors. Each TensorInfo::data points into `bytes`. open() uses it on every
+// mapped file; it takes a buffer so that it can be tested (and fuzzed) without a file.
+std::vector<TensorInfo> parse_safetensors_header(const uint8_t* bytes, size_t size,
+                                                 const std::string& source);
+
 // Writes tensors to one .safetensors file. The file is sized up front and mapped
 // writable; each tensor's bytes are produced by `fill(dst)` straight into the map
 // (dst has numel * dtype_size bytes), so a 1 GB model never sits twice in memory.

@@ -135,6 +135,8 @@ json read_json(const std::string& path) {
     return json::parse(ss.str());
   } catch (const json::parse_error& e) {
     fail("'{}' is not valid JSON (at byte {}): {}", path, e.byte, e.what());
+  } catch (const json::exception& e) {  // out_of_range.406: a number beyond double's range
+    fail("'{}' is not valid JSON: {}", path, e.what());
   }
 }
 

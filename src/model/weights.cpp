@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <tuple>
 
@@ -35,19 +37,55 @@ std::vector<float> widen(const TensorInfo& t) {
   return out;
 }
 
-// Touches every page of a view (its rows, only the columns in the view) so that
-// loading, not the first forward pass, pays for reading the shard from disk; returns a
-// checksum so the reads are not optimised away.
-uint64_t touch(const WeightView& w) {
-  const size_t es = dtype_size(w.dtype), row_bytes = size_t(w.cols) * es;
+// Elements of x[0, n) whose exponent bits are all ones (NaN or Inf): `mask` is the
+// exponent field of the type (f32 0x7F800000, bf16 0x7F80, f16 0x7C00). Branch-free so
+// that it vectorises (SSE2 at the baseline: 8 u16 or 4 u32 per instruction).
+template <typename U>
+size_t count_non_finite(const U* x, size_t n, U mask) {
+  size_t bad = 0;
+  // Counters as wide as the elements (one compare + one subtract per vector), emptied
+  // before they can wrap.
+  constexpr size_t kBlock = 32768;
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = std::min(n, b + kBlock);
+    U c = 0;
+    for (size_t i = b; i < e; ++i) c += U((x[i] & mask) == mask);
+    bad += c;
+  }
+  return bad;
+}
+
+// Reads every element of a view (its rows, only the columns in the view), which is how
+// loading, not the first forward pass, pays for reading the shard from disk, and throws
+// an Error naming the tensor and the first NaN or Inf it holds: a corrupt checkpoint is
+// refused at load time instead of answering garbage. Costs one pass over memory: about
+// 80 ms on one core for qwen2.5-0.5b's 0.99 GB of bf16 (page cache warm).
+void scan_finite(const WeightView& w, const TensorInfo& t) {
+  const size_t es = dtype_size(w.dtype);
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  uint64_t sum = 0;
+  const size_t n = size_t(w.cols);
   for (int64_t r = 0; r < w.rows; ++r) {
     const uint8_t* row = base + size_t(r * w.ld) * es;
-    for (size_t off = 0; off < row_bytes; off += 4096) sum += row[off];
-    sum += row[row_bytes - 1];
+    size_t bad = 0;
+    switch (w.dtype) {
+      case DType::F32: bad = count_non_finite(reinterpret_cast<const uint32_t*>(row), n, uint32_t(0x7F800000)); break;
+      case DType::BF16: bad = count_non_finite(reinterpret_cast<const uint16_t*>(row), n, uint16_t(0x7F80)); break;
+      case DType::F16: bad = count_non_finite(reinterpret_cast<const uint16_t*>(row), n, uint16_t(0x7C00)); break;
+      default: fail("tensor '{}' has dtype {}; expected F32, BF16 or F16", t.name, dtype_name(w.dtype));
+    }
+    if (bad == 0) continue;
+    for (size_t c = 0; c < n; ++c) {
+      float v = 0;
+      switch (w.dtype) {
+        case DType::F32: std::memcpy(&v, row + 4 * c, 4); break;
+        case DType::BF16: { uint16_t b; std::memcpy(&b, row + 2 * c, 2); v = float(bf16::from_bits(b)); break; }
+        default: { uint16_t b; std::memcpy(&b, row + 2 * c, 2); v = float(f16::from_bits(b)); break; }
+      }
+      if (!std::isfinite(v))
+        fail("tensor '{}' in {} holds {} non-finite value(s) in row {}, the first ({}) at "
+             "column {}; the checkpoint is corrupt", t.name, t.file, bad, r, v, c);
+    }
   }
-  return sum;
 }
 
 // Rows [begin, begin + n) of a [rows, cols] matrix view.
@@ -108,24 +146,31 @@ ModelWeights load_model_weights(const ModelConfig& c, const std::string& model_d
   const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size, V = c.vocab_size;
   const int64_t qd = c.num_q_heads * D, kvd = c.num_kv_heads * D;
   ProgressBar bar("loading weights", uint64_t(st.total_bytes()));
-  volatile uint64_t sink = 0;
+  const TensorInfo* last = nullptr;  // the tensor of the latest mat(), for held()'s errors
   auto mat = [&](const std::string& name, std::vector<int64_t> shape) {
     const TensorInfo& t = st.get_checked(name, shape);
     bar.advance(t.nbytes);
+    last = &t;
     return view_of(t);
   };
-  auto held = [&](WeightView v) {  // the part this rank keeps, read in now
-    sink = sink + touch(v);
+  auto held = [&](WeightView v) {  // the part this rank keeps, read in now and checked
+    scan_finite(v, *last);
     return v;
   };
   auto vec = [&](const std::string& name, int64_t n) {
     const TensorInfo& t = st.get_checked(name, {n});
     bar.advance(t.nbytes);
-    return widen(t);
+    std::vector<float> out = widen(t);
+    for (size_t i = 0; i < out.size(); ++i)
+      CPI_CHECK(std::isfinite(out[i]), "tensor '{}' in {} holds a non-finite value ({}) at "
+                "element {}; the checkpoint is corrupt", t.name, t.file, out[i], i);
+    return out;
   };
   w.embed = held(mat("model.embed_tokens.weight", {V, H}));
   WeightView head = c.tie_word_embeddings ? w.embed : mat("lm_head.weight", {V, H});
-  w.lm_head = held(row_slice(head, sh.vocab_begin, sh.vocab_size));
+  // Tied: the rows were read and checked with the embedding.
+  w.lm_head = c.tie_word_embeddings ? row_slice(head, sh.vocab_begin, sh.vocab_size)
+                                    : held(row_slice(head, sh.vocab_begin, sh.vocab_size));
   // Local extents: q/k/v rows and o columns by head, gate/up rows and down columns by FFN.
   const int64_t q0 = sh.q_head_begin * D, nq = sh.num_q_heads * D;
   const int64_t k0 = sh.kv_head_begin * D, nk = sh.num_kv_heads * D;

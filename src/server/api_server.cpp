@@ -2,13 +2,16 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <random>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "server/api_error.h"
+#include "server/constant_time.h"
 #include "server/openai_responses.h"
 #include "server/prometheus.h"
 
@@ -43,10 +46,25 @@ const char* status_text(int status) {
     case 401: return "Unauthorized";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 415: return "Unsupported Media Type";
     case 413: return "The request body is too large";
     case 414: return "The request URI is too long";
     default: return "HTTP error";
   }
+}
+
+// POST bodies are JSON: a Content-Type other than application/json (parameters such as
+// charset allowed) is refused with 415; a request without one is read as JSON.
+void check_json_content_type(const httplib::Request& req) {
+  if (!req.has_header("Content-Type")) return;
+  const std::string type = req.get_header_value("Content-Type");
+  std::string media = type.substr(0, type.find(';'));
+  std::erase_if(media, [](char c) { return c == ' ' || c == '\t'; });
+  std::transform(media.begin(), media.end(), media.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  if (media != "application/json" && !(media.starts_with("application/") && media.ends_with("+json")))
+    throw ApiError(415, fmt::format("Content-Type '{}' is not supported: the body must be JSON "
+                                    "(Content-Type: application/json)", type));
 }
 
 // One /v1/(chat/)completions call in flight: its channel and what each choice has produced.
@@ -78,7 +96,19 @@ bool pump(Generation& g, httplib::DataSink& sink) {
     return sink.write(ka.data(), ka.size());
   };
   RequestEvent ev;
-  if (!g.channel->pop(&ev, g.keepalive_s)) return keep_alive();
+  const bool got = g.channel->pop(&ev, g.keepalive_s);
+  if (const std::string why = g.channel->failure(); !why.empty()) {
+    // The job failed (Engine::fail: a rank died): an error event (streamed) or an error
+    // body (whole), then the end of the response.
+    const std::string err = dump_json(ApiError(503, why).to_json());
+    const std::string out = g.stream ? "data: " + err + "\n\ndata: [DONE]\n\n" : err;
+    g.num_finished = g.choices.size();
+    g.channel->cancel();  // this call is over (Engine::num_live_channels stops counting it)
+    if (!sink.write(out.data(), out.size())) return false;
+    sink.done();
+    return true;
+  }
+  if (!got) return keep_alive();
   std::string out;
   do {
     ChoiceState& c = g.choices[size_t(ev.index)];
@@ -168,6 +198,10 @@ int ApiServer::bind() {
 
 void ApiServer::start() {
   thread_ = std::thread([this] { svr_->listen_after_bind(); });
+  // httplib's stop() does nothing before the listen loop runs: a stop() (e.g. SIGTERM at
+  // start-up) would leave that loop blocked in accept() and stop() hanging in join().
+  for (int i = 0; i < 5000 && !svr_->is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void ApiServer::stop() {
@@ -179,8 +213,15 @@ void ApiServer::routes() {
   httplib::Server& s = *svr_;
   // Anything that ends in an error status without a body (unknown path, body over the cap,
   // malformed HTTP) gets an OpenAI-style JSON error too.
-  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.body.empty()) send_error(res, ApiError(res.status, status_text(res.status)));
+  s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string msg = status_text(res.status);
+    // Name the problem: which route is unknown, which limit a body broke.
+    if (res.status == 404) msg = fmt::format("no route {} {}", req.method, req.path);
+    if (res.status == 413)
+      msg = fmt::format("the request body is larger than the limit of {} bytes "
+                        "(--max-request-body-bytes)", opts_.max_body_bytes);
+    send_error(res, ApiError(res.status, msg));
   });
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
@@ -198,8 +239,9 @@ void ApiServer::routes() {
     return [this, needs_key, fn](const httplib::Request& req, httplib::Response& res) {
       try {
         if (needs_key && !opts_.api_key.empty() &&
-            req.get_header_value("Authorization") != "Bearer " + opts_.api_key)
+            !constant_time_equal(req.get_header_value("Authorization"), "Bearer " + opts_.api_key))
           throw ApiError(401, "Incorrect API key provided.", "", "invalid_api_key");
+        if (req.method == "POST") check_json_content_type(req);
         fn(req, res);
       } catch (const ApiError& e) {
         send_error(res, e);
@@ -213,6 +255,7 @@ void ApiServer::routes() {
 
   auto generate = [this](bool chat) {
     return [this, chat](const httplib::Request& req, httplib::Response& res) {
+      if (const std::string why = engine_.failure(); !why.empty()) throw ApiError(503, why);
       if (!engine_.running()) throw ApiError(503, "the engine is not running");
       const json body = parse_body(req.body);
       ParsedRequest pr = chat ? parse_chat_request(body, nlohmann::ordered_json::parse(req.body), ctx_)
@@ -234,6 +277,7 @@ void ApiServer::routes() {
         }
       } catch (...) {
         g->channel->cancel();  // drop the prompts already queued
+        if (const std::string why = engine_.failure(); !why.empty()) throw ApiError(503, why);
         throw;
       }
       res.set_chunked_content_provider(
@@ -258,7 +302,9 @@ void ApiServer::routes() {
           send_json(res, 200, {{"object", "list"}, {"data", json::array({m})}});
         }));
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    if (engine_.running())
+    if (const std::string why = engine_.failure(); !why.empty())
+      send_error(res, ApiError(503, why));
+    else if (engine_.running())
       res.status = 200;
     else
       send_error(res, ApiError(503, "the engine is not running"));
@@ -283,7 +329,13 @@ void ApiServer::routes() {
              add_special = b["add_special_tokens"].get<bool>();
            }
            if (b.contains("messages")) {
-             const bool agp = b.value("add_generation_prompt", true);
+             bool agp = true;
+             if (b.contains("add_generation_prompt")) {
+               if (!b["add_generation_prompt"].is_boolean())
+                 throw ApiError(400, "'add_generation_prompt' must be a boolean",
+                                "add_generation_prompt");
+               agp = b["add_generation_prompt"].get<bool>();
+             }
              text = render_chat_prompt(nlohmann::ordered_json::parse(req.body), agp, ctx_);
            } else if (b.contains("prompt") && b["prompt"].is_string()) {
              text = b["prompt"].get<std::string>();
@@ -310,6 +362,19 @@ void ApiServer::routes() {
            std::erase_if(ids, [this](int32_t id) { return id >= tok_.vocab_size(); });
            send_json(res, 200, {{"prompt", tok_.decode(ids)}});
          }));
+
+  // The wrong method on a known route: 405 naming the allowed one (not a bare 404).
+  auto wrong_method = [](const char* allowed) {
+    return [allowed](const httplib::Request& req, httplib::Response& res) {
+      res.set_header("Allow", allowed);
+      send_error(res, ApiError(405, fmt::format("method {} is not allowed on {}; use {}",
+                                                req.method, req.path, allowed)));
+    };
+  };
+  for (const char* path : {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"})
+    s.Get(path, wrong_method("POST"));
+  for (const char* path : {"/v1/models", "/health", "/version", "/metrics"})
+    s.Post(path, wrong_method("GET"));
 }
 
 }  // namespace cpinfer

@@ -6,6 +6,7 @@
 
 #include "chat/chat_template.h"
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "server/api_error.h"
 
 namespace cpinfer {
@@ -23,21 +24,38 @@ const json* field(const json& body, const char* key) {
   throw ApiError(400, message, param);
 }
 
+// Short renderings of a client's text or value for messages (a 16 MiB string is not
+// echoed back; a character cut in half becomes U+FFFD when the error is written).
+std::string clip(const std::string& s) { return s.size() > 80 ? s.substr(0, 77) + "..." : s; }
+std::string show(const json& v) { return clip(v.dump(-1, ' ', false, json::error_handler_t::replace)); }
+
 int64_t get_int(const json& v, const char* key) {
-  if (!v.is_number_integer() && !(v.is_number_float() && v.get<double>() == std::floor(v.get<double>())))
-    bad(key, fmt::format("'{}' must be an integer, got {}", key, v.dump()));
+  if (v.is_number_float()) {
+    // 5.0 is taken as 5; 5.5 is not an integer; 1e300 (or 1e400, read as infinity) is out
+    // of range and must not reach the (undefined) conversion to int64.
+    const double d = v.get<double>();
+    if (!(d == std::floor(d)))
+      bad(key, fmt::format("'{}' must be an integer, got {}", key, show(v)));
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+      bad(key, fmt::format("'{}' is out of range (a 64-bit integer): {}", key, show(v)));
+    return int64_t(d);
+  }
+  if (!v.is_number_integer())
+    bad(key, fmt::format("'{}' must be an integer, got {}", key, show(v)));
   if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-    bad(key, fmt::format("'{}' is too large: {}", key, v.dump()));
-  return v.is_number_float() ? int64_t(v.get<double>()) : v.get<int64_t>();
+    bad(key, fmt::format("'{}' is too large: {}", key, show(v)));
+  return v.get<int64_t>();
 }
 
 double get_number(const json& v, const char* key) {
-  if (!v.is_number()) bad(key, fmt::format("'{}' must be a number, got {}", key, v.dump()));
-  return v.get<double>();
+  if (!v.is_number()) bad(key, fmt::format("'{}' must be a number, got {}", key, show(v)));
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) bad(key, fmt::format("'{}' must be a finite number, got {}", key, show(v)));
+  return d;
 }
 
 bool get_bool(const json& v, const char* key) {
-  if (!v.is_boolean()) bad(key, fmt::format("'{}' must be a boolean, got {}", key, v.dump()));
+  if (!v.is_boolean()) bad(key, fmt::format("'{}' must be a boolean, got {}", key, show(v)));
   return v.get<bool>();
 }
 
@@ -45,7 +63,7 @@ std::vector<int32_t> token_ids(const json& arr, const char* key, int64_t vocab) 
   std::vector<int32_t> out;
   for (const json& t : arr) {
     if (!t.is_number_integer())
-      bad(key, fmt::format("'{}' token ids must be integers, got {}", key, t.dump()));
+      bad(key, fmt::format("'{}' token ids must be integers, got {}", key, show(t)));
     const int64_t id = t.get<int64_t>();
     if (id < 0 || id >= vocab)
       bad(key, fmt::format("token id {} in '{}' is outside the vocabulary [0, {})", id, key, vocab));
@@ -60,7 +78,8 @@ void parse_common(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
   if (const json* m = field(b, "model")) {
     if (!m->is_string()) bad("model", "'model' must be a string");
     if (m->get<std::string>() != ctx.served_model_name)
-      throw ApiError(404, fmt::format("The model `{}` does not exist.", m->get<std::string>()),
+      throw ApiError(404, fmt::format("The model `{}` does not exist.",
+                                      clip(m->get<std::string>())),
                      "model");
   }
   RequestParams& p = r->params;
@@ -86,13 +105,23 @@ void parse_common(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
     p.random_seed = false;
   }
   if (const json* v = field(b, "stop")) {
+    // Every stop string is checked against the text after every token, so both the count
+    // and the length are capped (kMaxStopStrings, kMaxStopBytes).
+    if (v->is_array() && v->size() > kMaxStopStrings)
+      bad("stop", fmt::format("'stop' has {} strings; at most {} are allowed", v->size(),
+                              kMaxStopStrings));
+    auto add = [&](const json& s) {
+      if (!s.is_string()) bad("stop", "'stop' must be a string or an array of strings");
+      const std::string& text = s.get_ref<const std::string&>();
+      if (text.size() > kMaxStopBytes)
+        bad("stop", fmt::format("a 'stop' string has {} bytes; at most {} are allowed",
+                                text.size(), kMaxStopBytes));
+      p.stop.push_back(text);
+    };
     if (v->is_string()) {
-      p.stop.push_back(v->get<std::string>());
+      add(*v);
     } else if (v->is_array()) {
-      for (const json& s : *v) {
-        if (!s.is_string()) bad("stop", "'stop' must be a string or an array of strings");
-        p.stop.push_back(s.get<std::string>());
-      }
+      for (const json& s : *v) add(s);
     } else {
       bad("stop", "'stop' must be a string or an array of strings");
     }
@@ -138,11 +167,15 @@ void parse_max_tokens(const json& b, const char* key, const ProtocolContext& ctx
   }
   const int64_t m = get_int(*v, key);
   if (m < 1) bad(key, fmt::format("'{}' must be at least 1, got {}", key, m));
-  if (longest + m > ctx.max_model_len)
+  if (m > ctx.max_model_len - longest) {  // not longest + m: that overflows for a huge m
+    const std::string total = m > std::numeric_limits<int64_t>::max() - longest
+                                  ? fmt::format("more than {}", std::numeric_limits<int64_t>::max())
+                                  : fmt::to_string(longest + m);
     bad(key, fmt::format("This model's maximum context length is {} tokens. However, you "
                          "requested {} tokens ({} in the prompt, {} for the completion). Please "
                          "reduce the length of the prompt or completion.",
-                         ctx.max_model_len, longest + m, longest, m));
+                         ctx.max_model_len, total, longest, m));
+  }
   r->params.max_tokens = m;
 }
 
@@ -158,10 +191,12 @@ std::vector<int32_t> encode(const ProtocolContext& ctx, const std::string& text,
 }  // namespace
 
 json parse_body(const std::string& body) {
+  if (json_nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth)
+    bad("", fmt::format("the request body is nested deeper than {} levels", kMaxJsonDepth));
   json b;
   try {
     b = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range.406 (number overflow)
     bad("", fmt::format("the request body is not valid JSON: {}", e.what()));
   }
   if (!b.is_object()) bad("", "the request body must be a JSON object");
@@ -184,6 +219,9 @@ ParsedRequest parse_completion_request(const json& b, const ProtocolContext& ctx
   } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number()) {
     r.prompts.push_back(token_ids(*prompt, "prompt", ctx.vocab_size));
   } else if (prompt->is_array() && !prompt->empty()) {
+    if (prompt->size() > kMaxPrompts)
+      bad("prompt", fmt::format("'prompt' holds {} prompts; at most {} are allowed in one "
+                                "request", prompt->size(), kMaxPrompts));
     for (const json& p : *prompt) {
       if (p.is_string()) add_text(p);
       else if (p.is_array()) r.prompts.push_back(token_ids(p, "prompt", ctx.vocab_size));
@@ -194,6 +232,7 @@ ParsedRequest parse_completion_request(const json& b, const ProtocolContext& ctx
     bad("prompt", "'prompt' must be a non-empty string, an array of strings, an array of "
                   "token ids or an array of arrays of token ids");
   }
+
   for (const auto& p : r.prompts)
     if (p.empty()) bad("prompt", "the prompt is empty: it must have at least one token");
   if (const json* v = field(b, "echo"))
@@ -234,8 +273,9 @@ std::string render_chat_prompt(const nlohmann::ordered_json& body, bool add_gene
         bad(where + ".content", fmt::format("{}.content must be a string, null or an array of "
                                             "content parts, got {}", where, content->type_name()));
       for (const ojson& part : *content)
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string())
+        // Not part.value("type", ""): it throws a JSON type_error when "type" is not a string.
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" ||
+            !part.contains("text") || !part["text"].is_string())
           bad(where + ".content", fmt::format("{}.content parts must be {{\"type\": \"text\", "
                                               "\"text\": string}} (only text is supported)", where));
     }

@@ -14,6 +14,12 @@ namespace cpinfer {
 
 class ChatTemplate;
 
+// Request limits (README, serve): stop strings per request and bytes per stop string, and
+// prompts in one /v1/completions call (a list of prompts, each a choice).
+constexpr size_t kMaxStopStrings = 256;
+constexpr size_t kMaxStopBytes = 256;
+constexpr size_t kMaxPrompts = 256;
+
 struct ProtocolContext {
   const Tokenizer* tokenizer = nullptr;
   const ChatTemplate* chat_template = nullptr;  // null: the model has none (chat -> 400)

@@ -91,7 +91,9 @@ void AddedVocabulary::load(const nlohmann::json* list, const JsonFields& f,
     const std::string path = JsonFields::index("added_tokens", i);
     AddedToken a;
     const int64_t id = f.integer(f.require(t, path, "id"), path + ".id");
-    if (id < 0 || id > INT32_MAX) fail("{}: {}.id = {} is out of range", f.source(), path, id);
+    if (id < 0 || id > kMaxTokenId)
+      fail("{}: {}.id = {} is out of range (ids must be in [0, {}])", f.source(), path, id,
+           kMaxTokenId);
     a.id = static_cast<int32_t>(id);
     a.content = f.string(f.require(t, path, "content"), path + ".content");
     if (a.content.empty()) fail("{}: {}.content is empty", f.source(), path);

@@ -57,8 +57,9 @@ void BpeModel::load(const nlohmann::json& model, const JsonFields& f) {
   vocab_.reserve(vocab.size());
   for (const auto& [tok, v] : vocab.items()) {
     const int64_t id = f.integer(v, "model.vocab[\"" + tok + "\"]");
-    if (id < 0 || id > INT32_MAX) {
-      fail("{}: model.vocab[\"{}\"] = {} is out of range", f.source(), tok, id);
+    if (id < 0 || id > kMaxTokenId) {
+      fail("{}: model.vocab[\"{}\"] = {} is out of range (ids must be in [0, {}])", f.source(),
+           tok, id, kMaxTokenId);
     }
     if (static_cast<size_t>(id) >= id_to_token_.size()) id_to_token_.resize(id + 1);
     if (!id_to_token_[id].empty()) {

@@ -9,6 +9,10 @@
 
 namespace cpinfer {
 
+// The largest token id a tokenizer.json may use. Tables are indexed by id, so an id of
+// 2^31 - 1 would ask for gigabytes; real vocabularies stay below 2^18.
+constexpr int64_t kMaxTokenId = (int64_t(1) << 24) - 1;
+
 class JsonFields {
  public:
   using json = nlohmann::json;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_depth.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
@@ -74,6 +75,12 @@ void Tokenizer::Impl::load(const nlohmann::json& root, const JsonFields& f) {
     id_bytes[a.id] = a.content;
     id_flags[a.id] = kAssigned | (a.special ? kSpecial : 0);
   }
+  // The post_processor's ids are added to encoded prompts: each must be a real token.
+  for (const auto* ids : {&template_prefix, &template_suffix})
+    for (int32_t id : *ids)
+      if (id < 0 || static_cast<size_t>(id) >= id_flags.size() || !(id_flags[id] & kAssigned))
+        fail("{}: post_processor uses token id {}, which is not in the vocabulary", f.source(),
+             id);
 }
 
 // Sequence: each processor in turn; ByteLevel: nothing to add (offsets only);
@@ -114,7 +121,11 @@ void Tokenizer::Impl::load_post_processor(const nlohmann::json& pp, const std::s
     for (const nlohmann::json& id : ids) {
       if (!id.is_number_integer())
         fail("{}: {}.special_tokens.{}.ids must be integers", f.source(), path, name);
-      (seen_text ? template_suffix : template_prefix).push_back(id.get<int32_t>());
+      const int64_t v = id.get<int64_t>();
+      if (v < 0 || v > kMaxTokenId)
+        fail("{}: {}.special_tokens.{}.ids holds {}, out of range (ids must be in [0, {}])",
+             f.source(), path, name, v, kMaxTokenId);
+      (seen_text ? template_suffix : template_prefix).push_back(static_cast<int32_t>(v));
     }
   }
 }
@@ -155,10 +166,12 @@ Tokenizer Tokenizer::from_file(const std::string& tokenizer_json_path) {
 }
 
 Tokenizer Tokenizer::from_json_text(const std::string& json_text, const std::string& source) {
+  if (json_nesting_depth(json_text, kMaxJsonDepth) > kMaxJsonDepth)
+    fail("{}: nested deeper than {} levels; not a tokenizer.json?", source, kMaxJsonDepth);
   nlohmann::json root;
   try {
     root = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range.406
     fail("{}: invalid JSON: {}", source, e.what());
   }
   auto impl = std::make_unique<Impl>();

@@ -1,0 +1,36 @@
+// Rank liveness for a multi-rank server: a side channel beside MPI that notices within
+// milliseconds when a rank's process dies (SIGKILL, crash, OOM kill), without any cost on
+// the step path and without calling MPI from a second thread (comm.cpp initialises
+// MPI_THREAD_SERIALIZED).
+//
+// Rank 0 listens on a TCP port (any free one, all interfaces); start() broadcasts its host
+// name and port once over MPI (a collective at start-up, from the main thread); every other
+// rank connects from a watchdog thread and sends its rank, pid and host. Nothing else is ever
+// sent: the connection stays idle and the kernel closes it when the process ends, however it
+// ends, so rank 0 sees EOF on the dead rank's socket (and a worker on rank 0's). TCP
+// keepalive (2 s idle, 1 s interval, 5 probes) covers a host that vanishes without closing.
+//
+// On rank 0 the loss of rank r calls `on_lost(r, description)` on the watchdog thread; the
+// caller fails the server and exits. On another rank the loss of rank 0 prints
+// "cpinfer: rank R: lost rank 0 (...); exiting" and ends the process (_exit(1)): rank 0
+// exiting after a failure thus takes down every rank still blocked in a collective.
+// disarm() before a normal shutdown, so that ranks leaving cleanly are not reported.
+#pragma once
+#include <functional>
+#include <string>
+
+namespace cpinfer {
+
+class Comm;
+
+using RankLostFn = std::function<void(int rank, const std::string& description)>;
+
+// Collective over the world (every rank, main thread, once). No-op for a world of one.
+// If the side channel cannot be set up (no socket, no route to rank 0) it logs a warning and
+// the job runs without it (mpirun's own error handling still ends a failed job).
+void start_rank_watchdog(Comm& comm, RankLostFn on_lost);
+// A normal shutdown is under way: connections closing from now on are not failures.
+void disarm_rank_watchdog();
+bool rank_watchdog_disarmed();
+
+}  // namespace cpinfer
