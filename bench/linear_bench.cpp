@@ -98,7 +98,7 @@ void register_all() {
   for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Generic}) {
     for (DType dtype : {DType::BF16, DType::F32}) {
       for (const Shape& s : kShapes) {
-        for (int64_t M : {int64_t(1), int64_t(8), int64_t(16), int64_t(32), int64_t(64),
+        for (int64_t M : {int64_t(1), int64_t(4), int64_t(8), int64_t(16), int64_t(32), int64_t(64), int64_t(128), int64_t(256),
                           int64_t(512)}) {
           for (int threads : {1, 2}) {
             for (bool cold : {true, false}) {
@@ -106,7 +106,7 @@ void register_all() {
               // Decode batches also run each path by name, to place the crossovers.
               std::vector<std::pair<linear_impl::Path, const char*>> paths = {
                   {linear_impl::Path::Auto, ""}};
-              if (M > 1 && M < 512)
+              if (M > 1)
                 paths = {{linear_impl::Path::Auto, ""},
                          {linear_impl::Path::Gemv, "/path:gemv"},
                          {linear_impl::Path::Skinny, "/path:skinny"},

@@ -57,12 +57,15 @@ std::atomic<int> g_forced_path{int(linear_impl::Path::Auto)};
 linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t K) {
   Path p = Path(g_forced_path.load(std::memory_order_relaxed));
   if (p == Path::Auto) {
-    // Measured on Zen 4, bf16 Qwen2.5-0.5B shapes (bench/linear_bench.cpp, M sweep): the
-    // GEMV up to M = 4 (one pass over W for all rows); the skinny tiles up to M = 48; the
-    // packed GEMM beyond, where packing W is paid back. Without skinny tiles, the GEMV up
-    // to M = 8, and up to M = 32 while a group of 4 x rows (16 K bytes) fits in L1.
+    // Measured on Zen 4, 2 threads, bf16 Qwen2.5-0.5B shapes (bench/linear_bench.cpp, best
+    // GFLOP/s of the paths at each M; peak 235): M = 4: GEMV 79-113, skinny 84-104; M = 16:
+    // skinny 166, GEMV 104, GEMM 87-105; M = 64: skinny 203-212, GEMM 150-178; M = 256:
+    // skinny 209-217, GEMM 180-202; M = 512: both 185-212 (1 thread: both 101-106). So the
+    // GEMV up to M = 4 (one pass over W for all rows), skinny tiles up to M = 256, and the
+    // packed GEMM for prefill beyond. Without skinny tiles: the GEMV up to M = 8, and up to
+    // M = 32 while a group of 4 x rows (16 K bytes) fits in L1.
     if (M <= 4) p = Path::Gemv;
-    else if (k.skinny) p = M <= 48 ? Path::Skinny : Path::Gemm;
+    else if (k.skinny) p = M <= 256 ? Path::Skinny : Path::Gemm;
     else p = M <= 8 || (M <= 32 && K <= 1024) ? Path::Gemv : Path::Gemm;
   }
   if (p == Path::Skinny && !k.skinny) p = Path::Gemv;
