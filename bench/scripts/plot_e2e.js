@@ -49,8 +49,8 @@ function panel(x0, kind, title, xs) {
   for (const t of Object.keys(llama[kind]))
     for (const [x, v] of llama[kind][t]) svg.push(`<circle cx="${lx(x)}" cy="${ly(v)}" r="5" fill="none" stroke="${color[t]}"/>`);
 }
-panel(pad, "prefill", "Prefill tokens/s vs prompt length", [512, 1024, 2048, 4096, 8192, 16384]);
-panel(pad + pw + gap, "decode", "Decode tokens/s vs context length", [16, 256, 4096, 16384]);
+panel(pad, "prefill", "Prefill tokens/s vs prompt length", [512, 1024, 2048, 4096, 8192, 32768]);
+panel(pad + pw + gap, "decode", "Decode tokens/s vs context length", [16, 256, 4096, 32768]);
 text(pad, H - 12, "cpinfer: filled dots (blue 2 threads, orange 1 thread); llama.cpp (issue 7): hollow circles. qwen2.5-0.5b, bf16, f32 KV.");
 svg.push("</svg>");
 fs.writeFileSync(outPath, svg.join("\n"));
