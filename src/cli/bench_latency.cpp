@@ -61,6 +61,10 @@ struct LatencyArgs {
 struct PhaseTotals {
   PhaseTable prefill{}, decode{};
   int64_t decode_steps = 0, prefills = 0;
+  // Wall time of the same profiled steps: the denominator of each phase's share, so that the
+  // shares of disjoint phases sum to at most 1 even when one step is an outlier (a median step
+  // time would not match the phases' means).
+  double prefill_s = 0, decode_s = 0;
 };
 
 void add_into(PhaseTable& into, const PhaseTable& t) {
@@ -71,9 +75,10 @@ void add_into(PhaseTable& into, const PhaseTable& t) {
   }
 }
 
-// [{phase, ms (per prefill or per decode token), share of the step, busy_threads}], where
-// busy_threads = pool threads' time in tasks / wall time (2.0: both threads busy throughout).
-nlohmann::json phases_json(const PhaseTable& t, int64_t per, double step_s) {
+// [{phase, ms (mean per prefill or per decode token), share, busy_threads}], where share =
+// the phase's wall time / the wall time of all profiled steps, and busy_threads = pool threads'
+// time in tasks / wall time (2.0: both threads busy throughout).
+nlohmann::json phases_json(const PhaseTable& t, int64_t per, double total_step_s) {
   nlohmann::json out = nlohmann::json::array();
   for (int i = 0; i < kNumPhases; ++i) {
     const PhaseStats& s = t[size_t(i)];
@@ -81,7 +86,7 @@ nlohmann::json phases_json(const PhaseTable& t, int64_t per, double step_s) {
     const double wall = s.wall_s / double(std::max<int64_t>(per, 1));
     out.push_back({{"phase", phase_name(Phase(i))},
                    {"ms", 1e3 * wall},
-                   {"share", step_s > 0 ? wall / step_s : 0.0},
+                   {"share", total_step_s > 0 ? s.wall_s / total_step_s : 0.0},
                    {"busy_threads", s.wall_s > 0 ? s.busy_thread_s / s.wall_s : 0.0}});
   }
   return out;
@@ -114,6 +119,7 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
   if (prof) {
     add_into(prof->prefill, take_phase_profile());
     prof->prefills += 1;
+    prof->prefill_s += t.ttft;
   }
   t.comm_prefill = comm.stats().seconds;
   for (int64_t i = 1; i < output_len; ++i) {
@@ -128,6 +134,7 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
   if (prof) {
     add_into(prof->decode, take_phase_profile());
     prof->decode_steps += output_len - 1;
+    for (double x : t.itl) prof->decode_s += x;
   }
   StepPlan rel;
   rel.kind = StepPlan::Kind::Release;
@@ -228,9 +235,8 @@ int run_latency(const LatencyArgs& a) {
   j["peak_rss_bytes"] = peak_rss_bytes();  // rank 0's
   if (a.profile) {
     // Per-phase wall time of rank 0 (mean per prefill / per decode token) and busy threads.
-    j["phases"] = {{"prefill", phases_json(prof.prefill, prof.prefills, median(ttft))},
-                   {"decode", phases_json(prof.decode, prof.decode_steps,
-                                          itl.empty() ? 0.0 : median(itl))}};
+    j["phases"] = {{"prefill", phases_json(prof.prefill, prof.prefills, prof.prefill_s)},
+                   {"decode", phases_json(prof.decode, prof.decode_steps, prof.decode_s)}};
   }
   if (a.json) std::printf("%s\n", j.dump().c_str());
   else std::printf("%s\n", j.dump(2).c_str());
