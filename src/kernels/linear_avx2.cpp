@@ -273,14 +273,10 @@ struct Skinny {
     for (int m = 0; m < MM; ++m)
 #pragma GCC unroll 3
       for (int j = 0; j < kSn; ++j) acc[m][j] = _mm256_setzero_ps();
-    // Prefetch: pf_bytes spread evenly over the K loop's steps, one line at a time.
-    const int64_t steps = (K + 7) / 8;
-    const int64_t lines = pf ? (pf_bytes + 63) / 64 : 0;
-    int64_t next_line = 0;
+    SpreadPrefetch prefetch(pf, pf_bytes, (K + 7) / 8);  // over the K loop's steps
     int64_t k = 0, step = 0;
     for (; k + 8 <= K; k += 8, ++step) {
-      while (next_line < lines && next_line * steps < (step + 1) * lines)
-        _mm_prefetch(pf + 64 * next_line++, _MM_HINT_T0);
+      prefetch.at(step);
       __m256 wv[kSn];
 #pragma GCC unroll 3
       for (int j = 0; j < kSn; ++j) wv[j] = Load<DT>::full(w[j] + k);
@@ -303,7 +299,7 @@ struct Skinny {
         for (int j = 0; j < kSn; ++j) acc[m][j] = _mm256_fmadd_ps(xv, wv[j], acc[m][j]);
       }
     }
-    while (next_line < lines) _mm_prefetch(pf + 64 * next_line++, _MM_HINT_T0);
+    prefetch.rest();
 #pragma GCC unroll 3
     for (int m = 0; m < MM; ++m)
       for (int j = 0; j < nv; ++j) y[m * ldy + j] = bias[j] + hsum(acc[m][j]);

@@ -161,14 +161,10 @@ struct Skinny {
     for (int m = 0; m < MM; ++m)
 #pragma GCC unroll 4
       for (int j = 0; j < kSn; ++j) acc[m][j] = _mm512_setzero_ps();
-    // Prefetch: pf_bytes spread evenly over the K loop's steps, one line at a time.
-    const int64_t steps = (K + 15) / 16;
-    const int64_t lines = pf ? (pf_bytes + 63) / 64 : 0;
-    int64_t next_line = 0;
+    SpreadPrefetch prefetch(pf, pf_bytes, (K + 15) / 16);  // over the K loop's steps
     int64_t k = 0, step = 0;
     for (; k + 16 <= K; k += 16, ++step) {
-      while (next_line < lines && next_line * steps < (step + 1) * lines)
-        _mm_prefetch(pf + 64 * next_line++, _MM_HINT_T0);
+      prefetch.at(step);
       __m512 wv[kSn];
 #pragma GCC unroll 4
       for (int j = 0; j < kSn; ++j) wv[j] = Load<DT>::full(w[j] + k);
@@ -191,7 +187,7 @@ struct Skinny {
         for (int j = 0; j < kSn; ++j) acc[m][j] = _mm512_fmadd_ps(xv, wv[j], acc[m][j]);
       }
     }
-    while (next_line < lines) _mm_prefetch(pf + 64 * next_line++, _MM_HINT_T0);
+    prefetch.rest();
 #pragma GCC unroll 6
     for (int m = 0; m < MM; ++m) {
       float s[kSn];

@@ -110,6 +110,27 @@ void gemv_task(const float* x, int64_t M, int64_t ldx, const WeightView& w, cons
   }
 }
 
+// Prefetches bytes [0, bytes) of pf spread evenly over a loop of `steps` steps, one 64-byte
+// line at a time: at(i) at the top of step i issues the lines due by then, rest() after the
+// loop issues what is left. pf null: nothing. Example: 10 lines over 4 steps: step 0
+// issues lines 0-2 (line l is due at step l * steps / lines), 1: 3-4, 2: 5-7, 3: 8-9.
+class SpreadPrefetch {
+ public:
+  SpreadPrefetch(const char* pf, int64_t bytes, int64_t steps)
+      : pf_(pf), lines_(pf ? (bytes + 63) / 64 : 0), steps_(steps) {}
+  void at(int64_t step) {
+    while (next_ < lines_ && next_ * steps_ < (step + 1) * lines_) issue();
+  }
+  void rest() {
+    while (next_ < lines_) issue();
+  }
+
+ private:
+  void issue() { __builtin_prefetch(pf_ + 64 * next_++, 0, 3); }  // read, keep in L1 (T0)
+  const char* pf_;
+  int64_t lines_, steps_, next_ = 0;
+};
+
 // ---- Skinny GEMM (decode batches) -----------------------------------------------------
 //
 // y[0:M, n0:n1] for a few dozen x rows at most, W read in its own dtype with no packing:
