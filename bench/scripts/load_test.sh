@@ -17,6 +17,7 @@ CPINFER=${1:?usage: load_test.sh path/to/cpinfer MODEL_DIR [serve args...]}
 MODEL=${2:?usage: load_test.sh path/to/cpinfer MODEL_DIR [serve args...]}
 shift 2
 HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../../scripts/lib/wait_for_server.sh"
 ROOT=$(cd "$HERE/../.." && pwd)
 CLIENTS=${CLIENTS:-64} DURATION=${DURATION:-300}
 MIN_PROMPT=${MIN_PROMPT:-8} MAX_PROMPT=${MAX_PROMPT:-1024} MAX_TOKENS=${MAX_TOKENS:-128}
@@ -44,13 +45,7 @@ start_server() {  # start_server NAME serve-args...; sets URL, SERVER_PID, RSS_P
   "$CPINFER" serve --model "$MODEL" --port 0 --served-model-name load \
     --max-model-len "$MAX_MODEL_LEN" "$@" >"$LOG" 2>&1 &
   SERVER_PID=$!
-  for _ in $(seq 1200); do
-    grep -q "listening on" "$LOG" && break
-    kill -0 "$SERVER_PID" 2>/dev/null || fail "server $name exited at start-up"
-    sleep 0.1
-  done
-  URL=$(grep -o "http://[0-9.]*:[0-9]*" "$LOG" | head -1)
-  [[ -n "$URL" ]] || fail "server $name did not start"
+  wait_for_server "$SERVER_PID" "$LOG" "$name" 120
   # The process that serves HTTP: the server itself, or rank 0 under mpirun.
   RSS_PID=$SERVER_PID
   local p

@@ -6,6 +6,7 @@
 # minus this job's) and stored with the result: repeat runs where it is large.
 # One JSON line per run to $OUT (default bench/results/serve_bench.jsonl).
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
 cd "$(dirname "$0")/../.."
 CPINFER=${CPINFER:-build/cpinfer}
 OUT=${OUT:-bench/results/serve_bench.jsonl}
@@ -37,8 +38,8 @@ for layout in $LAYOUTS; do
   "$CPINFER" serve "$MODEL" --port 0 --served-model-name qwen --max-model-len 4096 \
     --kv-cache-space 1 "${args[@]}" >"$log" 2>&1 &
   server=$!
-  for _ in $(seq 1200); do grep -q "listening on" "$log" && break; sleep 0.1; done
-  url=$(grep -o "http://[0-9.]*:[0-9]*" "$log" | head -1)
+  wait_for_server "$server" "$log" "$layout" 120
+  url=$URL
   "$CPINFER" bench serve --url "$url" --num-prompts 2 --input-len 16 --output-len 4 --json >/dev/null  # warm-up
   for rate in $RATES; do
     b0=$(busy_jiffies); s0=$(tree_jiffies "$server")

@@ -3,6 +3,7 @@
 # completes with exactly --output-len tokens, the JSON has the contract's fields, and a
 # finite --request-rate and --max-concurrency work; a bad URL is a clear error.
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
 CPINFER=${1:?usage: bench_serve_cli_test.sh path/to/cpinfer}
 TMP=$(mktemp -d)
 SERVER_PID=""
@@ -12,9 +13,7 @@ fail() { echo "FAIL: $*" >&2; tail -5 "$TMP/server.log" >&2; exit 1; }
 "$CPINFER" serve "$TMP/tiny" --port 0 --served-model-name tiny --max-model-len 512 \
   --kv-cache-space 0.02 >"$TMP/server.log" 2>&1 &
 SERVER_PID=$!
-for _ in $(seq 600); do grep -q "listening on" "$TMP/server.log" && break; sleep 0.1; done
-URL=$(grep -o "http://[0-9.]*:[0-9]*" "$TMP/server.log" | head -1)
-[[ -n "$URL" ]] || fail "server did not start"
+wait_for_server "$SERVER_PID" "$TMP/server.log" tiny
 
 "$CPINFER" bench serve --url "$URL" --num-prompts 12 --input-len 40 --output-len 9 --json \
   >"$TMP/inf.json" 2>"$TMP/inf.err" || { cat "$TMP/inf.err"; fail "bench serve (rate inf)"; }

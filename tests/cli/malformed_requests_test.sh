@@ -7,6 +7,7 @@
 # /health is 200. Also: the default host is 127.0.0.1 (not reachable on other addresses).
 # The file side of the suite is tests/unit/malformed_files_test.cpp.
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
 CPINFER=${1:?usage: malformed_requests_test.sh path/to/cpinfer}
 TMP=$(mktemp -d)
 SERVER_PID=
@@ -25,13 +26,7 @@ KEY=test-key-0123456789
 "$CPINFER" serve --model "$MODEL" --port 0 --api-key "$KEY" --served-model-name tiny \
   --max-model-len 2048 --kv-cache-space 0.05 >"$TMP/server.log" 2>&1 &
 SERVER_PID=$!
-for _ in $(seq 600); do
-  grep -q "listening on" "$TMP/server.log" && break
-  kill -0 "$SERVER_PID" 2>/dev/null || fail "server exited at start-up"
-  sleep 0.1
-done
-URL=$(grep -o "http://[0-9.]*:[0-9]*" "$TMP/server.log" | head -1)
-[[ -n "$URL" ]] || fail "server did not start"
+wait_for_server "$SERVER_PID" "$TMP/server.log" tiny
 PORT=${URL##*:}
 
 # ---- security defaults: loopback only ----------------------------------------------------

@@ -9,6 +9,7 @@
 #   prefill: cpinfer relaunching itself under mpirun (2 ranks, pcp 2), rank 1 killed while
 #            a long prompt is being prefilled.
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
 CPINFER=${1:?usage: rank_fault_test.sh path/to/cpinfer}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 command -v mpiexec >/dev/null || { echo "FAIL: mpiexec not found (apt-get install openmpi-bin)" >&2; exit 1; }
@@ -41,13 +42,7 @@ start_server() {  # start_server NAME launcher-prefix...; sets URL, JOB_PID, LOG
   "$@" "$CPINFER" serve --model "$MODEL" --port 0 --served-model-name tiny \
     --max-model-len 12000 --kv-cache-space 0.1 -pcp 2 >"$LOG" 2>&1 &
   JOB_PID=$!
-  for _ in $(seq 600); do
-    grep -q "listening on" "$LOG" && break
-    kill -0 "$JOB_PID" 2>/dev/null || fail "server $name exited at start-up"
-    sleep 0.1
-  done
-  URL=$(grep -o "http://[0-9.]*:[0-9]*" "$LOG" | head -1)
-  [[ -n "$URL" ]] || fail "server $name did not start"
+  wait_for_server "$JOB_PID" "$LOG" "$name"
 }
 post() {  # post OUT BODY: a completion in the background, its body to OUT
   curl -sN -m 60 "$URL/v1/completions" -H 'Content-Type: application/json' -d "$2" >"$1" 2>&1 &

@@ -5,6 +5,7 @@
 # tp 2 x pcp 2; greedy answers under the CP layout must equal the single-rank ones, and
 # the server must be healthy with every KV page back in every rank's pool afterwards.
 set -euo pipefail
+source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
 CPINFER=${1:?usage: serve_test.sh path/to/cpinfer}
 SRC=${CPINFER_SOURCE_DIR:?}
 TMP=$(mktemp -d)
@@ -28,13 +29,7 @@ start_server() {  # start_server NAME args... ; sets URL, SERVER_PID, LOG
     >"$LOG" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
-  for _ in $(seq 600); do
-    if grep -q "listening on" "$LOG"; then break; fi
-    kill -0 "$SERVER_PID" 2>/dev/null || fail "server $name exited at start-up"
-    sleep 0.1
-  done
-  URL=$(grep -o "http://[0-9.]*:[0-9]*" "$LOG" | head -1)
-  [[ -n "$URL" ]] || fail "server $name did not start"
+  wait_for_server "$SERVER_PID" "$LOG" "$name"
 }
 auth=(-H "Authorization: Bearer $KEY" -H "Content-Type: application/json")
 
