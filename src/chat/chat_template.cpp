@@ -6,6 +6,7 @@
 
 #include "chat/jinja_render.h"
 #include "core/error.h"
+#include "core/json_parse.h"
 
 namespace cpinfer {
 
@@ -96,12 +97,11 @@ ojson normalize_tool_calls(const ojson& calls, size_t i) {
     if (!call.contains("function") || !call["function"].is_object()) continue;
     ojson& fn = call["function"];
     if (!fn.contains("arguments") || !fn["arguments"].is_string()) continue;
-    const std::string args = fn["arguments"].get<std::string>();
-    try {
-      fn["arguments"] = ojson::parse(args);
-    } catch (const nlohmann::json::exception& e) {
-      fail("messages[{}].tool_calls[{}].function.arguments is not valid JSON: {}", i, j, e.what());
-    }
+    // A string the request's own depth check cannot see into: it is capped here, or a
+    // deeply nested one would overflow the stack when the template writes it back (tojson).
+    fn["arguments"] = parse_json_text<ojson>(
+        fn["arguments"].get<std::string>(),
+        fmt::format("messages[{}].tool_calls[{}].function.arguments", i, j));
   }
   return out;
 }
@@ -151,12 +151,7 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
             "cannot find '{}': the model directory needs a "
             "tokenizer_config.json with a chat_template",
             path);
-  ojson cfg;
-  try {
-    cfg = ojson::parse(read_file(cfg_path));
-  } catch (const nlohmann::json::exception& e) {
-    fail("{} is not valid JSON: {}", path, e.what());
-  }
+  const ojson cfg = parse_json_text<ojson>(read_file(cfg_path), path);
   CPI_CHECK(cfg.is_object(), "{} must hold a JSON object", path);
   std::string source = config_template(cfg, path);
   std::string origin = path;

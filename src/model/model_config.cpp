@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/json_depth.h"
+#include "core/json_parse.h"
 
 namespace cpinfer {
 
@@ -114,16 +114,7 @@ class Fields {
 };
 
 json parse_json_object(const std::string& text, const std::string& source) {
-  CPI_CHECK(json_nesting_depth(text, kMaxJsonDepth) <= kMaxJsonDepth,
-            "{} is nested deeper than {} levels; not a config file?", source, kMaxJsonDepth);
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail("{} is not valid JSON (at byte {}): {}", source, e.byte, e.what());
-  } catch (const json::exception& e) {  // out_of_range.406: a number beyond double's range
-    fail("{} is not valid JSON: {}", source, e.what());
-  }
+  json root = parse_json_text(text, source, "; not a config file?");
   CPI_CHECK(root.is_object(), "{}: expected a JSON object at the top level, found {}", source,
             type_name(root));
   return root;

@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/json_depth.h"
+#include "core/json_parse.h"
 #include "core/progress.h"
 #include "core/thread_pool.h"
 
@@ -61,17 +61,8 @@ std::vector<TensorInfo> parse_safetensors_header(const uint8_t* bytes, size_t si
             "so at most {})", path, n, size, size - 8);
   const char* hdr = reinterpret_cast<const char*>(bytes + 8);
   // A header is two levels deep; a deeply nested one would overflow the stack in dump().
-  CPI_CHECK(json_nesting_depth(std::string_view(hdr, n), kMaxJsonDepth) <= kMaxJsonDepth,
-            "'{}': the header is nested deeper than {} levels; not a safetensors file?", path,
-            kMaxJsonDepth);
-  json root;
-  try {
-    root = json::parse(hdr, hdr + n);
-  } catch (const json::parse_error& e) {
-    fail("'{}': the header is not valid JSON (at byte {} of {}): {}", path, e.byte, n, e.what());
-  } catch (const json::exception& e) {  // out_of_range.406: a number beyond double's range
-    fail("'{}': the header is not valid JSON: {}", path, e.what());
-  }
+  const json root = parse_json_text(std::string_view(hdr, n), fmt::format("'{}': the header", path),
+                                    "; not a safetensors file?");
   CPI_CHECK(root.is_object(), "'{}': the header must be a JSON object, found {}", path,
             root.type_name());
 
@@ -200,16 +191,7 @@ SafetensorsStore SafetensorsStore::open(const std::string& path) {
   // Sharded: the index maps every tensor name to its shard file (next to the index).
   const std::string ipath = index.string();
   const std::string itext = read_text(ipath);
-  CPI_CHECK(json_nesting_depth(itext, kMaxJsonDepth) <= kMaxJsonDepth,
-            "'{}' is nested deeper than {} levels; not a safetensors index?", ipath, kMaxJsonDepth);
-  json root;
-  try {
-    root = json::parse(itext);
-  } catch (const json::parse_error& e) {
-    fail("'{}' is not valid JSON (at byte {}): {}", ipath, e.byte, e.what());
-  } catch (const json::exception& e) {  // out_of_range.406: a number beyond double's range
-    fail("'{}' is not valid JSON: {}", ipath, e.what());
-  }
+  json root = parse_json_text(itext, fmt::format("'{}'", ipath), "; not a safetensors index?");
   CPI_CHECK(root.is_object() && root.contains("weight_map") && root["weight_map"].is_object(),
             "'{}': expected an object with a \"weight_map\" object", ipath);
   const json& wm = root["weight_map"];

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/json_parse.h"
 #include "core/thread_pool.h"
 #include "model/random_fill.h"
 #include "model/safetensors.h"
@@ -131,13 +132,7 @@ json read_json(const std::string& path) {
   CPI_CHECK(in.good(), "cannot open '{}'", path);
   std::ostringstream ss;
   ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    fail("'{}' is not valid JSON (at byte {}): {}", path, e.byte, e.what());
-  } catch (const json::exception& e) {  // out_of_range.406: a number beyond double's range
-    fail("'{}' is not valid JSON: {}", path, e.what());
-  }
+  return parse_json_text(ss.str(), fmt::format("'{}'", path));
 }
 
 // A sharded model left in the directory would shadow the new model.safetensors.

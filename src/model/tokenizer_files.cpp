@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/json_parse.h"
 
 namespace cpinfer {
 
@@ -82,12 +83,7 @@ json read_npm_tokenizer_config(const std::string& rel, const std::string& model)
   CPI_CHECK(in, "cannot read '{}'", path);
   std::stringstream ss;
   ss << in.rdbuf();
-  json cfg;
-  try {
-    cfg = json::parse(ss.str());
-  } catch (const json::exception& e) {
-    fail("{} is not valid JSON ({}); run scripts/setup.sh to reinstall it", path, e.what());
-  }
+  const json cfg = parse_json_text(ss.str(), path, "; run scripts/setup.sh to reinstall it");
   CPI_CHECK(cfg.is_object() && cfg.contains("chat_template") && cfg["chat_template"].is_string(),
             "{} has no chat_template string; run scripts/setup.sh to reinstall it", path);
   return cfg;

@@ -6,7 +6,7 @@
 
 #include "chat/chat_template.h"
 #include "core/error.h"
-#include "core/json_depth.h"
+#include "core/json_parse.h"
 #include "server/api_error.h"
 
 namespace cpinfer {
@@ -191,13 +191,11 @@ std::vector<int32_t> encode(const ProtocolContext& ctx, const std::string& text,
 }  // namespace
 
 json parse_body(const std::string& body) {
-  if (json_nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth)
-    bad("", fmt::format("the request body is nested deeper than {} levels", kMaxJsonDepth));
   json b;
   try {
-    b = json::parse(body);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range.406 (number overflow)
-    bad("", fmt::format("the request body is not valid JSON: {}", e.what()));
+    b = parse_json_text(body, "the request body");
+  } catch (const Error& e) {  // too deep, or not JSON: the client's fault
+    bad("", e.what());
   }
   if (!b.is_object()) bad("", "the request body must be a JSON object");
   return b;

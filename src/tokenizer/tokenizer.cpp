@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/json_depth.h"
+#include "core/json_parse.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
@@ -166,14 +166,7 @@ Tokenizer Tokenizer::from_file(const std::string& tokenizer_json_path) {
 }
 
 Tokenizer Tokenizer::from_json_text(const std::string& json_text, const std::string& source) {
-  if (json_nesting_depth(json_text, kMaxJsonDepth) > kMaxJsonDepth)
-    fail("{}: nested deeper than {} levels; not a tokenizer.json?", source, kMaxJsonDepth);
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range.406
-    fail("{}: invalid JSON: {}", source, e.what());
-  }
+  const nlohmann::json root = parse_json_text(json_text, source, "; not a tokenizer.json?");
   auto impl = std::make_unique<Impl>();
   try {
     impl->load(root, JsonFields(source));

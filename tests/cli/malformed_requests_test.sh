@@ -84,6 +84,11 @@ comp 400 "nested deeper than 128 levels" --data-binary "@$TMP/deep_arrays"
 file deep_objects '`{"messages": [{"role": "user", "content": "x"}], "tools": ${"{\"a\":".repeat(50000)}1${"}".repeat(50000)}}`'
 chat 400 "nested deeper than 128 levels" --data-binary "@$TMP/deep_objects"
 post /tokenize 400 "nested deeper than 128 levels" --data-binary "@$TMP/deep_arrays"
+# Tool-call arguments are a JSON string: the body's cap cannot see into it (this crashed
+# the server until the arguments got their own cap).
+file deep_args '`{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": ${JSON.stringify("[".repeat(100000) + "]".repeat(100000))}}}]}]}`'
+chat 400 "messages[1].tool_calls[0].function.arguments is nested deeper than 128 levels" --data-binary "@$TMP/deep_args"
+post /tokenize 400 "function.arguments is nested deeper than 128 levels" --data-binary "@$TMP/deep_args"
 comp 400 "the request body is not valid JSON" -d '{"prompt": "x", "temperature": 1e400}'
 comp 400 "the request body is not valid JSON" -d '{"prompt": "x", '
 comp 400 "the request body must be a JSON object" -d '"just a string"'

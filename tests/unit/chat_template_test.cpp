@@ -567,6 +567,13 @@ TEST(ChatTemplate, ChecksMessages) {
     {"function": {"name": "f", "arguments": "{oops"}}]}])");
   expect_error([&] { t.render(bad_args, false); },
                {"messages[0].tool_calls[0].function.arguments is not valid JSON"});
+  // Arguments are a string, so the body's depth cap does not see inside them; nested
+  // 100000 deep they crashed the server (stack overflow in tojson) before the cap here.
+  ojson deep_args = bad_args;
+  deep_args[0]["tool_calls"][0]["function"]["arguments"] =
+      std::string(100000, '[') + std::string(100000, ']');
+  expect_error([&] { t.render(deep_args, false); },
+               {"messages[0].tool_calls[0].function.arguments is nested deeper than 128 levels"});
   expect_error([&] { t.render(ojson::array({user("a")}), false, ojson::array()); },
                {"extra chat template context must be an object"});
 }

@@ -469,13 +469,13 @@ TEST_F(MalformedFiles, ConfigEosOutsideTheVocabulary) {
 
 TEST_F(MalformedFiles, TokenizerNotJson) {
   m.write_text("tokenizer.json", "{\"model\": ");
-  expect_load_error(m, {"tokenizer.json: invalid JSON"});
+  expect_load_error(m, {"tokenizer.json is not valid JSON (at byte"});
 }
 
 TEST_F(MalformedFiles, TokenizerNestedTooDeep) {
   m.write_text("tokenizer.json",
                "{\"model\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
-  expect_load_error(m, {"tokenizer.json: nested deeper than 128 levels"});
+  expect_load_error(m, {"tokenizer.json is nested deeper than 128 levels"});
 }
 
 TEST_F(MalformedFiles, TokenizerUnknownModelType) {

@@ -391,7 +391,7 @@ TEST(TokenizerErrors, InvalidJson) {
   const std::string msg =
       error_of([] { Tokenizer::from_json_text("{\"model\": [1, 2", "bad.json"); });
   EXPECT_NE(msg.find("bad.json"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("invalid JSON"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bad.json is not valid JSON"), std::string::npos) << msg;
 }
 
 TEST(TokenizerErrors, UnsupportedModelType) {
