@@ -344,6 +344,24 @@ TEST(Attention, Bf16) {
   }
 }
 
+// The sweeps' edge shapes at small lengths (page 1, an odd group, head_dim 40, an empty query
+// row set, a bf16 cache with both dot-product modes), cheap enough to run under ASan +
+// UBSan, where the three sweeps above are left out for time (scripts/sanitizer_test.sh).
+TEST(Attention, EdgeShapesSmall) {
+  const struct { int64_t page, group, d; } shapes[] = {{1, 7, 40}, {8, 1, 32}, {64, 16, 128},
+                                                        {16, 2, 64}};
+  for (bool causal : {true, false})
+    for (const auto& sh : shapes) {
+      Data x = make_data({1, 5, 3, 0, 70}, {200, 5, 17, 10, 150}, 2 * sh.group, 2, sh.d,
+                         sh.page, causal, DType::F32, 16,
+                         uint32_t(sh.page * 131 + sh.group * 7 + sh.d + causal));
+      check_all(x, reference(x, x.k, x.v));
+    }
+  Data x = make_data({1, 1, 64}, {17, 300, 80}, 16, 2, 128, 16, true, DType::BF16, 16, 5);
+  check_all(x, reference(x, x.k, x.v));
+  check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true, true);
+}
+
 // The straightforward kernel is the benchmark's baseline: it must be right too.
 TEST(Attention, ReferenceKernelMatches) {
   IsaGuard guard;
