@@ -210,6 +210,7 @@ async function main() {
   const pagesBefore = pageState(before);
   check(pagesBefore.all_free, 'pages not all free before the run');
   const succBefore = successCounts(before);
+  const refusedBefore = metricSum(before, 'cpinfer:http_error_responses_total', ['status="400"']);
   const preemptBefore = metricSum(before, 'vllm:num_preemptions_total');
 
   const rss = [];
@@ -270,6 +271,7 @@ async function main() {
   rss.push({ t: +((performance.now() - t0) / 1000).toFixed(1), mb: readRss(a.pid) });
   const pagesAfter = pageState(after);
   const succAfter = successCounts(after);
+  const serverRefused = metricSum(after, 'cpinfer:http_error_responses_total', ['status="400"']) - refusedBefore;
   const preemptions = metricSum(after, 'vllm:num_preemptions_total') - preemptBefore;
 
   // Accounting.
@@ -298,6 +300,7 @@ async function main() {
   check(results.filter((x) => x.outcome === 'rejected').every((x) => x.status === 400 && x.kind === 'reject'),
         'a request was rejected with a status other than 400, or one that should have run');
   check(results.filter((x) => x.kind === 'reject').every((x) => x.outcome === 'rejected'), 'a bad request was not rejected');
+  check(serverRefused === rejected, `server counted ${serverRefused} responses with status 400, clients ${rejected} rejected`);
   check(pagesAfter.all_free, `pages not all back after ${settle.toFixed(1)} s: ${JSON.stringify(pagesAfter)}`);
   check(pagesAfter.audit_mismatches === 0, 'KV audit mismatches');
   if (a.expectPreemptions) check(preemptions > 0, 'no preemption under KV pressure');
@@ -318,7 +321,7 @@ async function main() {
     elapsed_s: +elapsed.toFixed(1), prompt_tokens: [a.minPrompt, a.maxPrompt], max_tokens_max: a.maxTokensMax,
     requests: results.length + (greedyRes ? greedyRes.length : 0), finished: finished + gFinished,
     cancelled, rejected, errors, by_reason: byReason,
-    server_counts: srv, raced_disconnects: raced, preemptions,
+    server_counts: srv, server_refused_400: serverRefused, raced_disconnects: raced, preemptions,
     ttft_s: { p50: pct(ok.map((x) => x.ttft), 50), p99: pct(ok.map((x) => x.ttft), 99) },
     e2e_s: { p50: pct(ok.map((x) => x.e2e), 50), p99: pct(ok.map((x) => x.e2e), 99) },
     output_tokens: ok.reduce((s, x) => s + (x.tokens || 0), 0),

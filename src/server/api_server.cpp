@@ -223,6 +223,13 @@ void ApiServer::routes() {
                         "(--max-request-body-bytes)", opts_.max_body_bytes);
     send_error(res, ApiError(res.status, msg));
   });
+  // Called once per request after its response is written, with the final status (a
+  // streamed answer has 200 even if the engine fails mid-stream: that is an SSE error event).
+  s.set_logger([this](const httplib::Request&, const httplib::Response& res) {
+    if (res.status < 400) return;
+    std::lock_guard<std::mutex> lock(error_responses_mu_);
+    ++error_responses_[res.status];
+  });
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";
     try {
@@ -313,7 +320,13 @@ void ApiServer::routes() {
     send_json(res, 200, {{"version", "cpinfer 0.1"}});
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render_prometheus(engine_.metrics(), opts_.served_model_name),
+    std::map<int, uint64_t> errors;
+    {
+      std::lock_guard<std::mutex> lock(error_responses_mu_);
+      errors = error_responses_;
+    }
+    res.set_content(render_prometheus(engine_.metrics(), opts_.served_model_name) +
+                        render_error_responses(errors, opts_.served_model_name),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   s.Post("/tokenize", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {

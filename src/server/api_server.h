@@ -4,7 +4,9 @@
 // channel; only the engine loop touches the model.
 #pragma once
 #include <cstddef>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -45,6 +47,10 @@ class ApiServer {
   ServerOptions opts_;
   ProtocolContext ctx_;
   int64_t created_ = 0;
+  // HTTP responses sent with an error status (>= 400), by status, for /metrics: the
+  // server's own count of refused requests (load tests compare it with their clients').
+  std::mutex error_responses_mu_;
+  std::map<int, uint64_t> error_responses_;
   std::unique_ptr<httplib::Server> svr_;
   std::thread thread_;
 };

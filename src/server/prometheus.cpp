@@ -89,4 +89,15 @@ std::string render_prometheus(const EngineMetrics& m, const std::string& model_n
   return o;
 }
 
+std::string render_error_responses(const std::map<int, uint64_t>& by_status,
+                                   const std::string& model_name) {
+  const std::string L = fmt::format("model_name=\"{}\"", escape(model_name));
+  std::string o;
+  header(o, "cpinfer:http_error_responses_total", "counter",
+         "HTTP responses sent with an error status (4xx/5xx), by status.");
+  for (const auto& [status, n] : by_status)
+    o += fmt::format("cpinfer:http_error_responses_total{{{},status=\"{}\"}} {}\n", L, status, n);
+  return o;
+}
+
 }  // namespace cpinfer

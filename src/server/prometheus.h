@@ -2,6 +2,8 @@
 // vLLM's names where vLLM has one (vllm:time_to_first_token_seconds, ...) and cpinfer:*
 // for what it does not (per-rank KV pages and their audit).
 #pragma once
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "engine/engine_metrics.h"
@@ -9,5 +11,11 @@
 namespace cpinfer {
 
 std::string render_prometheus(const EngineMetrics& m, const std::string& model_name);
+
+// cpinfer:http_error_responses_total{model_name, status}: responses sent with an error
+// status (400 refused request, 401 bad key, 413 body too large, 503 engine failed, ...),
+// from a map status -> count. One series per status seen so far; none before the first.
+std::string render_error_responses(const std::map<int, uint64_t>& by_status,
+                                   const std::string& model_name);
 
 }  // namespace cpinfer

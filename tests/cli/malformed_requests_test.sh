@@ -39,6 +39,7 @@ done
 
 auth=(-H "Authorization: Bearer $KEY" -H "Content-Type: application/json")
 CASES=0
+CODES=()  # the status of every case, to compare with the server's /metrics at the end
 # check CODE "message substring" curl-args...: the status, an OpenAI error body (code equal
 # to the status, a message) and the message naming the problem.
 check() {
@@ -52,6 +53,7 @@ check() {
     "$TMP/resp.json" "$code" "$want" || fail "case $((CASES + 1)): expected an error naming '$want', got $(head -c 400 "$TMP/resp.json")"
   kill -0 "$SERVER_PID" 2>/dev/null || fail "the server died on case $((CASES + 1)) '$want'"
   CASES=$((CASES + 1))
+  CODES+=("$code")
 }
 post() { local path=$1; shift; check "$1" "$2" -X POST "${auth[@]}" "$URL$path" "${@:3}"; }
 comp() { post /v1/completions "$@"; }
@@ -185,4 +187,13 @@ node -e 'const fs=require("fs"); const a=JSON.parse(fs.readFileSync(process.argv
   fail "the answer after the malformed requests differs: $(cat "$TMP/ref_before.json") vs $(cat "$TMP/ref_after.json")"
 [[ "$(curl -s -o /dev/null -w "%{http_code}" "$URL/health")" == 200 ]] || fail "/health is not 200 after the malformed requests"
 kill -0 "$SERVER_PID" 2>/dev/null || fail "the server is gone"
+# The server's own count of error responses (/metrics) matches the cases, status by status.
+curl -s "$URL/metrics" >"$TMP/metrics.txt"
+for code in $(printf '%s\n' "${CODES[@]}" | sort -u); do
+  want=$(printf '%s\n' "${CODES[@]}" | grep -cx "$code")
+  got=$(awk -v s="status=\"$code\"" '/^cpinfer:http_error_responses_total\{/ && index($0, s) { print $2 }' "$TMP/metrics.txt")
+  [[ "$got" == "$want" ]] || fail "/metrics counts ${got:-no} responses with status $code, the cases sent $want"
+done
+total=$(awk '/^cpinfer:http_error_responses_total\{/ { s += $2 } END { print s + 0 }' "$TMP/metrics.txt")
+[[ "$total" == "$CASES" ]] || fail "/metrics counts $total error responses, the cases sent $CASES"
 echo "malformed_requests_test: $CASES malformed requests answered with clear errors; the server still serves"
