@@ -17,15 +17,23 @@ void PagePool::check_page(int32_t page) const {
 }
 
 std::vector<int32_t> PagePool::allocate(int32_t n) {
+  std::vector<int32_t> out;
+  allocate_into(n, &out);
+  return out;
+}
+
+void PagePool::allocate_into(int32_t n, std::vector<int32_t>* pages) {
   CPI_CHECK(n >= 0 && n <= num_free(), "cannot allocate {} KV pages: {} of {} are free", n,
             num_free(), num_pages());
-  std::vector<int32_t> out(static_cast<size_t>(n));
+  // At most one allocation: the page list grows to what it needs (or doubles), not log2(n)
+  // times for a long prompt's pages.
+  if (pages->capacity() < pages->size() + size_t(n))
+    pages->reserve(std::max(pages->size() + size_t(n), 2 * pages->capacity()));
   for (int32_t i = 0; i < n; ++i) {
-    out[size_t(i)] = free_.back();
+    pages->push_back(free_.back());
     free_.pop_back();
-    ref_counts_[size_t(out[size_t(i)])] = 1;
+    ref_counts_[size_t(pages->back())] = 1;
   }
-  return out;
 }
 
 void PagePool::add_ref(int32_t page) {

@@ -15,6 +15,9 @@ class PagePool {
   // Takes n pages (ref count 1 each); throws Error if fewer than n are free (the
   // caller should have checked num_free()).
   std::vector<int32_t> allocate(int32_t n);
+  // The same, appending the pages to *pages (a sequence's page list grows without a
+  // temporary vector).
+  void allocate_into(int32_t n, std::vector<int32_t>* pages);
   void add_ref(int32_t page);
   // Drops one reference; the page returns to the free list at zero.
   void release(int32_t page);

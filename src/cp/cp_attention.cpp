@@ -64,7 +64,7 @@ void CpAttention::plan(const CpStep& step, const KvCache& cache, ThreadPool& poo
     b.page_indices = step.pf_kv_rows.data();
     b.causal = true;
     PagedKv shape{nullptr, nullptr, DType::F32, 1, hkv_, D_};
-    prefill_plan_ = plan_attention(paged_problem(b, hq_, shape, pool.size()));
+    plan_attention(paged_problem(b, hq_, shape, pool.size()), &prefill_plan_);
     prefill_ws_.reserve(prefill_plan_);
   }
   if (Td > 0) {
@@ -76,7 +76,7 @@ void CpAttention::plan(const CpStep& step, const KvCache& cache, ThreadPool& poo
     b.page_indptr = step.decode_page_indptr.data();
     b.page_indices = step.decode_pages.data();
     b.causal = false;
-    decode_plan_ = plan_attention(paged_problem(b, GH, cache.layer(0), pool.size()));
+    plan_attention(paged_problem(b, GH, cache.layer(0), pool.size()), &decode_plan_);
     decode_ws_.reserve(decode_plan_);
   }
 }

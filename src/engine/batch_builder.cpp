@@ -11,7 +11,7 @@ int64_t pages_needed(int64_t tokens, int64_t page_size) {
 void build_forward_batch(const std::vector<SequenceStep>& steps, int64_t page_size,
                          PagePool& pool, ForwardBatch* out) {
   ForwardBatch& b = *out;
-  b = ForwardBatch{};
+  b.clear();
   b.q_indptr.push_back(0);
   b.page_indptr.push_back(0);
   for (const SequenceStep& s : steps) {
@@ -19,10 +19,7 @@ void build_forward_batch(const std::vector<SequenceStep>& steps, int64_t page_si
     SequenceState& seq = *s.seq;
     const int64_t start = seq.num_cached, end = start + s.num_tokens;
     int64_t need = pages_needed(end, page_size) - int64_t(seq.pages.size());
-    if (need > 0) {
-      std::vector<int32_t> fresh = pool.allocate(int32_t(need));
-      seq.pages.insert(seq.pages.end(), fresh.begin(), fresh.end());
-    }
+    if (need > 0) pool.allocate_into(int32_t(need), &seq.pages);
     for (int64_t i = 0; i < s.num_tokens; ++i) {
       int64_t p = start + i;
       b.tokens.push_back(s.tokens[i]);

@@ -59,6 +59,10 @@ ModelRunner::ModelRunner(const std::string& model_dir, const RunnerOptions& opts
       cp_ranks_(cp_ranks_of(layout)),
       decoder_(config_, weights_, cache_, pool, comm, &cp_ranks_) {
   load_seconds_ = now_s() - load_start_;
+  // A step's page table lists each page at most once (no page is shared), so it never
+  // outgrows the pool: reserved now, steps never allocate for it (tests/unit/
+  // forward_allocations_test.cpp).
+  batch_.page_indices.reserve(size_t(page_pool_.num_pages()));
   // As vLLM reports it: tokens one rank can hold, and the layout's total (x W, since each
   // rank keeps only its share of every sequence).
   const int64_t per_rank = int64_t(page_pool_.num_pages()) * opts.page_size;

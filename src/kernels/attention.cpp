@@ -79,7 +79,13 @@ int64_t AttentionPlan::workspace_floats() const {
          round_up(num_partials * partial_m, 16);
 }
 
-AttentionPlan plan_attention(const AttentionProblem& p) {
+AttentionPlan plan_attention(const AttentionProblem& problem) {
+  AttentionPlan plan;
+  plan_attention(problem, &plan);
+  return plan;
+}
+
+void plan_attention(const AttentionProblem& p, AttentionPlan* out) {
   const int64_t S = p.num_seqs, Hq = p.num_q_heads, Hkv = p.num_kv_heads, D = p.head_dim;
   CPI_CHECK(S >= 0, "attention plan: num_seqs {} is negative", S);
   CPI_CHECK(Hkv > 0 && Hq > 0 && Hq % Hkv == 0,
@@ -94,7 +100,20 @@ AttentionPlan plan_attention(const AttentionProblem& p) {
   CPI_CHECK(p.max_kv_chunk >= 0, "attention plan: max_kv_chunk {} is negative", p.max_kv_chunk);
   CPI_CHECK(S == 0 || p.q_indptr != nullptr, "attention plan: q_indptr is null");
 
+  // A fresh plan that takes over the previous one's vectors, emptied: the same plan as from
+  // scratch, without heap allocations once they have grown to the step sizes seen.
   AttentionPlan plan;
+  const auto reuse = [](auto& to, auto& from) {
+    from.clear();
+    to.swap(from);
+  };
+  reuse(plan.q_indptr, out->q_indptr);
+  reuse(plan.kv_lens, out->kv_lens);
+  reuse(plan.kv_indptr, out->kv_indptr);
+  reuse(plan.page_indptr, out->page_indptr);
+  reuse(plan.page_indices, out->page_indices);
+  reuse(plan.tasks, out->tasks);
+  reuse(plan.merges, out->merges);
   plan.source = p.source;
   plan.num_seqs = S;
   plan.num_q_heads = Hq;
@@ -165,7 +184,8 @@ AttentionPlan plan_attention(const AttentionProblem& p) {
     int32_t seq, head, heads;
     int64_t r0, r1, kv_end, cost;
   };
-  std::vector<Item> items;
+  thread_local std::vector<Item> items;  // scratch, kept between calls (no allocation)
+  items.clear();
   int64_t total = 0;
   for (int64_t s = 0; s < S; ++s) {
     const int64_t q_len = plan.q_indptr[size_t(s) + 1] - plan.q_indptr[size_t(s)];
@@ -190,7 +210,8 @@ AttentionPlan plan_attention(const AttentionProblem& p) {
   // Split-KV chunks. Example: decode, 1 sequence, 2 threads, kv_len 32768: total = 1 item,
   // target = total / 8, so it becomes 8 chunks of 4096 tokens.
   const int64_t target = total / (kTasksPerThread * p.num_threads) + 1;
-  std::vector<std::pair<int64_t, size_t>> order;  // (cost, task index) for sorting
+  thread_local std::vector<std::pair<int64_t, size_t>> order;  // (cost, task index) to sort
+  order.clear();
   for (const Item& it : items) {
     int64_t chunks = 1;
     if (p.max_kv_chunk > 0) {
@@ -219,12 +240,14 @@ AttentionPlan plan_attention(const AttentionProblem& p) {
     }
   }
   // Largest first, ties in plan order: the pool's dynamic hand-out then balances well.
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<AttentionPlan::Task> sorted;
-  sorted.reserve(plan.tasks.size());
+  // (std::sort with the index as tie-break: stable_sort would allocate a buffer per call.)
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  thread_local std::vector<AttentionPlan::Task> sorted;
+  sorted.clear();
   for (const auto& o : order) sorted.push_back(plan.tasks[o.second]);
-  plan.tasks = std::move(sorted);
+  plan.tasks.swap(sorted);  // the unsorted list's buffer becomes the next call's scratch
 
   plan.scratch_floats = round_up(std::max(attention_impl::flash_scratch_floats(M, D),
                                           attention_impl::decode_scratch_floats(Hkv, D)), 16);
@@ -232,7 +255,7 @@ AttentionPlan plan_attention(const AttentionProblem& p) {
   // [rows, Hq, D] for a decode item over all heads (rows * G <= kDecodeLanes).
   plan.partial_m = std::max(M, attention_impl::kDecodeLanes * Hkv);
   plan.partial_floats = round_up(plan.num_partials * plan.partial_m * D, 16);
-  return plan;
+  *out = std::move(plan);
 }
 
 AttentionWorkspace::~AttentionWorkspace() { std::free(data_); }

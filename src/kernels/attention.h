@@ -120,6 +120,9 @@ struct AttentionPlan {
 };
 
 AttentionPlan plan_attention(const AttentionProblem& problem);
+// The same into *plan, reusing its vectors: once they have grown to the sizes of the steps
+// seen, planning allocates nothing (the per-step path). On an error *plan is left empty.
+void plan_attention(const AttentionProblem& problem, AttentionPlan* plan);
 
 // Memory for run_attention, 64-byte aligned. reserve() (once per step) grows it to what the
 // plan needs; run_attention checks the size and never allocates.

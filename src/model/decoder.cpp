@@ -21,6 +21,9 @@ Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights, KvCache
       comm_(comm),
       tp_size_(comm ? comm->size(Group::Tp) : 1),
       inv_freq_(rope_inv_freq(config)) {
+  // The plan copies the step's page table, at most every page of the cache (see
+  // ModelRunner): reserved once, so planning never allocates for a longer context.
+  attn_plan_.page_indices.reserve(size_t(cache.shape().num_pages));
   if (cp_ranks && cp_ranks->world() > 1) {
     CPI_ASSERT(comm);
     pcp_size_ = cp_ranks->pcp;
@@ -78,7 +81,7 @@ void Decoder::forward(const ForwardBatch& b, float* logits) {
   if (cp) {
     cp_attention_->plan(*cp, cache_, pool_);
   } else {
-    attn_plan_ = plan_attention(paged_problem(ab, Hq, cache_.layer(0), pool_.size()));
+    plan_attention(paged_problem(ab, Hq, cache_.layer(0), pool_.size()), &attn_plan_);
     attn_ws_.reserve(attn_plan_);
   }
   float* x = x_.data();    // residual stream [T, H]

@@ -21,6 +21,14 @@ struct ForwardBatch {
   // fields above are unused: tokens, positions, cache writes and logit rows come from here.
   const CpStep* cp = nullptr;
 
+  // Empties the batch for the next step, keeping the vectors' capacity (no allocation per
+  // step once the buffers have grown to the step sizes seen).
+  void clear() {
+    for (auto* v : {&tokens, &positions, &page_indptr, &page_indices}) v->clear();
+    for (auto* v : {&slots, &q_indptr, &kv_lens, &logit_rows}) v->clear();
+    cp = nullptr;
+  }
+
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_seqs() const { return int64_t(kv_lens.size()); }
 };
