@@ -84,6 +84,16 @@ std::optional<double> parse_float(const std::string& in) {
   return v;
 }
 
+// The int filter of a finite float: toward zero, as Python's int(). Python would give a
+// big integer past 64 bits; templates here compute with int64, so that is an error (the
+// conversion itself would be undefined behaviour). 2^63 = 9.223372036854775808e18 exactly.
+int64_t truncate_to_int(double d) {
+  CPI_CHECK(d >= -9.223372036854775808e18 && d < 9.223372036854775808e18,
+            "int filter: {} is outside the 64-bit integer range (chat templates compute with "
+            "64-bit integers)", d);
+  return int64_t(d);
+}
+
 std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -331,11 +341,11 @@ const std::vector<std::pair<std::string_view, FilterFn>>& filters() {
        [](const Value& v, const CallArgs& a) {
          const auto p = bind_args("int", a, {{"default", Value(0)}, {"base", Value(10)}});
          if (v.is_int() || v.is_bool()) return Value(v.as_int());
-         if (v.is_float() && std::isfinite(v.as_double())) return Value(int64_t(v.as_double()));
+         if (v.is_float() && std::isfinite(v.as_double())) return Value(truncate_to_int(v.as_double()));
          if (v.is_string()) {
            if (auto i = parse_int(v.as_string(), int(p[1].as_int()))) return Value(*i);
            if (auto d = parse_float(v.as_string()); d && std::isfinite(*d))
-             return Value(int64_t(*d));
+             return Value(truncate_to_int(*d));
          }
          return p[0];
        }},
