@@ -3,30 +3,13 @@
 // a replaced operator new, so this file is its own test executable.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "engine/model_runner.h"
 #include "engine/sequence_state.h"
+#include "support/counting_new.h"
 #include "support/test_models.h"
-
-static std::atomic<int64_t> g_news{0};
-void* operator new(size_t n) {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-// The nothrow form too: under ASan its own would pair with the delete below and report an
-// alloc-dealloc mismatch.
-void* operator new(size_t n, const std::nothrow_t&) noexcept {
-  g_news.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(n ? n : 1);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace cpinfer {
 namespace {
