@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end speed of issue 7 (not part of the test suite): `bench latency` on the
+# End-to-end speed (not part of the test suite): `bench latency` on the
 # qwen2.5-0.5b preset (bf16 weights, full depth, f32 KV) with 1 and 2 threads: prefill
 # tokens/s and MFU for prompts of 512 to 16384 tokens, decode tokens/s and MBU at contexts
 # of 16 to 16384 tokens (the long prompts are decoded for 32 tokens after their prefill).

@@ -1,7 +1,7 @@
 // Draws docs/e2e_speed.svg from bench/results/e2e_speed.jsonl (e2e_speed.sh): left, prefill
 // tokens/s against prompt length; right, decode tokens/s against context length; 1 and 2
 // threads (medians where a point was run more than once), with the llama.cpp figures of
-// issue 7 as hollow markers. Plain SVG, no dependencies.
+// an earlier session as hollow markers. Plain SVG, no dependencies.
 // Usage: node bench/scripts/plot_e2e.js [in.jsonl] [out.svg]
 const fs = require("fs");
 const inPath = process.argv[2] || "bench/results/e2e_speed.jsonl";
@@ -51,7 +51,7 @@ function panel(x0, kind, title, xs) {
 }
 panel(pad, "prefill", "Prefill tokens/s vs prompt length", [512, 1024, 2048, 4096, 8192, 32768]);
 panel(pad + pw + gap, "decode", "Decode tokens/s vs context length", [16, 256, 4096, 32768]);
-text(pad, H - 12, "cpinfer: filled dots (blue 2 threads, orange 1 thread); llama.cpp (issue 7): hollow circles. qwen2.5-0.5b, bf16, f32 KV.");
+text(pad, H - 12, "cpinfer: filled dots (blue 2 threads, orange 1 thread); llama.cpp: hollow circles. qwen2.5-0.5b, bf16, f32 KV.");
 svg.push("</svg>");
 fs.writeFileSync(outPath, svg.join("\n"));
 console.log(`wrote ${outPath}`);

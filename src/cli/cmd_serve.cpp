@@ -44,6 +44,7 @@ struct ServeArgs {
   bool chunked_prefill = true, chunked_prefill_given = false, batched_tokens_given = false;
   int threads_per_rank = 0;
   LayoutSpec layout;
+  WatchdogOptions watchdog;
 };
 
 // Pages per rank: --num-kv-blocks, or --kv-cache-space GiB of K and V on each rank.
@@ -133,7 +134,7 @@ int run_serve(ServeArgs a) {
   ModelRunner runner(a.model, ro, pool, &layout, &comm);
   StepExecutor exec(runner, &comm);
   install_stop_handler(exec.is_driver());
-  start_rank_watchdog(comm, on_rank_lost);  // collective; nothing for a world of one
+  start_rank_watchdog(comm, a.watchdog, on_rank_lost);  // collective; nothing for a world of one
   if (!exec.is_driver()) {
     exec.worker_loop();
     disarm_rank_watchdog();  // Shutdown received: rank 0 is about to leave normally
@@ -235,6 +236,13 @@ void register_serve(CLI::App& app, CommandAction* action) {
   cmd->add_option("--max-request-body-bytes", a->server.max_body_bytes,
                   "Larger request bodies are refused with 413")
       ->capture_default_str();
+  cmd->add_option("--watchdog-address", a->watchdog.address,
+                  "Multi-rank jobs: rank 0's address (IPv4 or interface name) for the private "
+                  "rank-liveness channel (default: loopback on one host, else the MPI TCP "
+                  "interface; see docs/multi-node.md)");
+  cmd->add_option("--watchdog-port", a->watchdog.port,
+                  "Multi-rank jobs: that channel's TCP port (0: any free port)")
+      ->capture_default_str()->check(CLI::Range(0, 65535));
   add_layout_flags(cmd, &a->layout, &a->threads_per_rank);
   cmd->add_option("--threads", a->threads_per_rank, "Alias of --threads-per-rank")
       ->check(CLI::Range(1, 1024));

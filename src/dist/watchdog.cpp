@@ -1,5 +1,5 @@
-// See watchdog.h. Plain POSIX sockets and poll(); no MPI outside start_rank_watchdog's one
-// broadcast (main thread).
+// See watchdog.h. Plain POSIX sockets; no MPI outside start_rank_watchdog's start-up
+// collectives (main thread).
 #include "dist/watchdog.h"
 
 #include <arpa/inet.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <optional>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -21,7 +22,10 @@
 #include <fmt/format.h>
 
 #include "core/log.h"
+#include "core/error.h"
 #include "dist/comm.h"
+#include "dist/watchdog_address.h"
+#include "dist/watchdog_listener.h"
 
 namespace cpinfer {
 
@@ -29,15 +33,11 @@ namespace {
 
 std::atomic<bool> g_disarmed{false};
 
-struct Address {  // broadcast by rank 0
-  char host[256] = {};
+struct Setup {  // broadcast by rank 0
+  uint32_t ip = 0;   // host byte order
   int32_t port = 0;  // 0: no side channel
-};
-
-struct Hello {  // sent once by each worker
-  int32_t rank = -1;
-  int32_t pid = 0;
-  char host[64] = {};
+  WatchdogSecret secret{};
+  char error[512] = {};  // non-empty: every rank throws it
 };
 
 std::string host_name() {
@@ -46,87 +46,70 @@ std::string host_name() {
   return buf;
 }
 
-void set_keepalive(int fd) {
-  int on = 1, idle = 2, intvl = 1, cnt = 5;
-  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-}
-
-// Rank 0: listening socket on any port of every interface; -1 on failure.
-int listen_any(int backlog, int* port) {
+// Rank 0: listening socket on ip:port; -1 (errno set) on failure; *port gets the bound port.
+int listen_on(uint32_t ip, int backlog, int* port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_ANY);
-  a.sin_port = 0;
+  a.sin_addr.s_addr = htonl(ip);
+  a.sin_port = htons(uint16_t(*port));
   socklen_t len = sizeof(a);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd, backlog) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    const int e = errno;
     ::close(fd);
+    errno = e;
     return -1;
   }
   *port = ntohs(a.sin_port);
   return fd;
 }
 
-// Worker: connects to rank 0 (loopback when on the same host), retrying for up to 30 s.
-int connect_to(const Address& addr) {
-  const bool local = host_name() == addr.host;
-  const std::string host = local ? "127.0.0.1" : addr.host;
+// Worker: connects to rank 0's ip:port, retrying for up to 30 s.
+int connect_to(uint32_t ip, int port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(ip);
+  a.sin_port = htons(uint16_t(port));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
-    addrinfo hints{}, *res = nullptr;
-    hints.ai_family = AF_INET;
-    hints.ai_socktype = SOCK_STREAM;
-    if (::getaddrinfo(host.c_str(), std::to_string(addr.port).c_str(), &hints, &res) == 0) {
-      for (addrinfo* p = res; p; p = p->ai_next) {
-        const int fd = ::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
-        if (fd < 0) continue;
-        if (::connect(fd, p->ai_addr, p->ai_addrlen) == 0) {
-          ::freeaddrinfo(res);
-          return fd;
-        }
-        ::close(fd);
-      }
-      ::freeaddrinfo(res);
-    }
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
+    ::close(fd);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   return -1;
 }
 
-// True when the peer's end is closed or broken (EOF or error); drains stray bytes.
-bool peer_gone(int fd) {
-  char buf[64];
-  const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-  if (n > 0) return false;
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
-  return true;
-}
-
-void worker_thread(Address addr, int my_rank) {
-  const int fd = connect_to(addr);
+void worker_thread(Setup setup, int my_rank) {
+  const std::string where = fmt::format("{}:{}", format_ipv4(setup.ip), setup.port);
+  const int fd = connect_to(setup.ip, setup.port);
   if (fd < 0) {
-    CPI_LOG_WARN("rank {}: cannot reach rank 0's watchdog at {}:{}; a dead rank 0 will only be "
-                 "noticed by mpirun", my_rank, addr.host, addr.port);
+    CPI_LOG_WARN("rank {}: cannot reach rank 0's watchdog at {}; a dead rank 0 will only be "
+                 "noticed by mpirun", my_rank, where);
     return;
   }
-  set_keepalive(fd);
-  Hello h;
+  int on = 1, idle = 2, intvl = 1, cnt = 5;
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+  WatchdogHello h;
+  h.secret = setup.secret;
   h.rank = my_rank;
   h.pid = int32_t(::getpid());
   std::snprintf(h.host, sizeof(h.host), "%s", host_name().c_str());
   if (::send(fd, &h, sizeof(h), MSG_NOSIGNAL) != ssize_t(sizeof(h))) {
-    CPI_LOG_WARN("rank {}: cannot register with rank 0's watchdog", my_rank);
+    CPI_LOG_WARN("rank {}: cannot register with rank 0's watchdog at {}", my_rank, where);
   }
+  char buf[64];
   for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    const int r = ::poll(&p, 1, -1);
-    if (r < 0 && errno == EINTR) continue;
-    if (r > 0 && !peer_gone(fd)) continue;
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);  // rank 0 never sends: EOF or error
+    if (n > 0 || (n < 0 && errno == EINTR)) continue;
     if (g_disarmed.load()) return;  // rank 0 left after a normal shutdown
     std::fprintf(stderr,
                  "cpinfer: rank %d: lost rank 0 (its process exited or its host is unreachable); "
@@ -137,54 +120,18 @@ void worker_thread(Address addr, int my_rank) {
   }
 }
 
-void driver_thread(int listen_fd, int world, RankLostFn on_lost) {
-  struct Peer {
-    int fd;
-    Hello hello;
-  };
-  std::vector<Peer> peers;
-  std::vector<pollfd> fds;
-  const auto start = std::chrono::steady_clock::now();
-  bool warned = false;
-  for (;;) {
-    fds.clear();
-    fds.push_back({listen_fd, POLLIN, 0});
-    for (const Peer& p : peers) fds.push_back({p.fd, POLLIN, 0});
-    const int r = ::poll(fds.data(), nfds_t(fds.size()), 1000);
-    if (r < 0 && errno != EINTR) return;
-    if (!warned && int(peers.size()) < world - 1 &&
-        std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
-      warned = true;
+void driver_thread(WatchdogListener* listener, int world) {
+  std::atomic<bool> never{false};
+  std::thread warn([listener, world] {
+    // Ranks that have not registered after 60 s: their death is left to mpirun.
+    for (int i = 0; i < 600 && listener->listening(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (listener->listening())
       CPI_LOG_WARN("only {} of {} ranks registered with the watchdog after 60 s; the death of "
-                   "the others is left to mpirun", peers.size(), world - 1);
-    }
-    if (r <= 0) continue;
-    if (fds[0].revents & POLLIN) {
-      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd >= 0) {
-        Peer p{fd, {}};
-        // The hello follows the connect at once; wait for it at most 5 s.
-        timeval tv{5, 0};
-        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        if (::recv(fd, &p.hello, sizeof(p.hello), MSG_WAITALL) == ssize_t(sizeof(p.hello)) &&
-            p.hello.rank > 0 && p.hello.rank < world) {
-          p.hello.host[sizeof(p.hello.host) - 1] = '\0';
-          set_keepalive(fd);
-          peers.push_back(p);
-        } else {
-          ::close(fd);
-        }
-      }
-    }
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      if (!peer_gone(fds[i].fd)) continue;
-      const Peer p = peers[i - 1];
-      if (g_disarmed.load()) return;  // normal shutdown: ranks are leaving
-      on_lost(p.hello.rank, fmt::format("pid {} on {}", p.hello.pid, p.hello.host));
-      return;  // on_lost ends the process
-    }
-  }
+                   "the others is left to mpirun", listener->registered(), world - 1);
+  });
+  warn.detach();
+  listener->run(never, [] { return g_disarmed.load(); }, 1000);
 }
 
 }  // namespace
@@ -192,27 +139,54 @@ void driver_thread(int listen_fd, int world, RankLostFn on_lost) {
 void disarm_rank_watchdog() { g_disarmed.store(true); }
 bool rank_watchdog_disarmed() { return g_disarmed.load(); }
 
-void start_rank_watchdog(Comm& comm, RankLostFn on_lost) {
+void start_rank_watchdog(Comm& comm, const WatchdogOptions& options, RankLostFn on_lost) {
   if (comm.size() <= 1) return;
-  Address addr;
+  // Does every rank share rank 0's network stack? Rank 0 sends its id, each rank compares.
+  char stack[256] = {};
+  std::snprintf(stack, sizeof(stack), "%s", network_stack_id().c_str());
+  char root_stack[256];
+  std::memcpy(root_stack, stack, sizeof(stack));
+  comm.broadcast(root_stack, sizeof(root_stack), 0, Group::World);
+  int32_t elsewhere = std::memcmp(stack, root_stack, sizeof(stack)) != 0 ? 1 : 0;
+  comm.all_reduce_sum(&elsewhere, 1, DType::I32, Group::World);
+
+  Setup setup;
   int listen_fd = -1;
   if (comm.rank() == 0) {
-    int port = 0;
-    listen_fd = listen_any(comm.size(), &port);
-    if (listen_fd < 0) {
-      CPI_LOG_WARN("the rank watchdog cannot listen on a TCP port ({}); the death of a rank is "
-                   "left to mpirun", std::strerror(errno));
-    } else {
-      addr.port = port;
-      std::snprintf(addr.host, sizeof(addr.host), "%s", host_name().c_str());
+    try {
+      std::string why;
+      const std::optional<uint32_t> ip =
+          choose_watchdog_address(options.address, elsewhere == 0, &why);
+      int port = options.port;
+      if (!ip) {
+        CPI_LOG_WARN("the rank watchdog has no address to listen on ({}); the death of a rank "
+                     "is left to mpirun", why);
+      } else if ((listen_fd = listen_on(*ip, comm.size(), &port)) < 0) {
+        const std::string err = fmt::format("the rank watchdog cannot listen on {}:{} ({})",
+                                            format_ipv4(*ip), options.port, std::strerror(errno));
+        CPI_CHECK(options.port == 0, "{}: choose another --watchdog-port, or 0 for any", err);
+        CPI_LOG_WARN("{}; the death of a rank is left to mpirun", err);
+      } else {
+        setup.ip = *ip;
+        setup.port = port;
+        setup.secret = random_watchdog_secret();
+      }
+    } catch (const Error& e) {
+      std::snprintf(setup.error, sizeof(setup.error), "%s", e.what());
     }
   }
-  comm.broadcast(&addr, sizeof(addr), 0, Group::World);
-  if (addr.port == 0) return;
+  comm.broadcast(&setup, sizeof(setup), 0, Group::World);
+  if (setup.error[0] != '\0') fail("{}", setup.error);
+  if (setup.port == 0) return;
   if (comm.rank() == 0) {
-    std::thread(driver_thread, listen_fd, comm.size(), std::move(on_lost)).detach();
+    CPI_LOG_INFO("rank watchdog: port {}:{} for the {} other ranks (authenticated; "
+                 "closed once all have registered)",
+                 format_ipv4(setup.ip), setup.port, comm.size() - 1);
+    // Lives as long as the process: the thread may still run at exit.
+    auto* listener = new WatchdogListener(listen_fd, comm.size(), setup.secret, std::move(on_lost));
+    std::thread(driver_thread, listener, comm.size()).detach();
   } else {
-    std::thread(worker_thread, addr, comm.rank()).detach();
+    std::thread(worker_thread, setup, comm.rank()).detach();
   }
 }
 

@@ -3,12 +3,16 @@
 // the step path and without calling MPI from a second thread (comm.cpp initialises
 // MPI_THREAD_SERIALIZED).
 //
-// Rank 0 listens on a TCP port (any free one, all interfaces); start() broadcasts its host
-// name and port once over MPI (a collective at start-up, from the main thread); every other
-// rank connects from a watchdog thread and sends its rank, pid and host. Nothing else is ever
-// sent: the connection stays idle and the kernel closes it when the process ends, however it
-// ends, so rank 0 sees EOF on the dead rank's socket (and a worker on rank 0's). TCP
-// keepalive (2 s idle, 1 s interval, 5 probes) covers a host that vanishes without closing.
+// Rank 0 listens on one TCP port of one address (dist/watchdog_address.h: 127.0.0.1 when
+// every rank shares its network stack, otherwise the ranks' own interface), never on every
+// interface. start() broadcasts the address, the port and a random 32-byte secret once over
+// MPI (a collective at start-up, from the main thread); every other rank connects from a
+// watchdog thread and sends a hello with its rank, pid, host and the secret. Rank 0 accepts
+// each rank once, only with the secret (dist/watchdog_listener.h), and closes the port when
+// all have registered. Nothing else is ever sent: the connection stays idle and the kernel
+// closes it when the process ends, however it ends, so rank 0 sees EOF on the dead rank's
+// socket (and a worker on rank 0's). TCP keepalive (2 s idle, 1 s interval, 5 probes)
+// covers a host that vanishes without closing.
 //
 // On rank 0 the loss of rank r calls `on_lost(r, description)` on the watchdog thread; the
 // caller fails the server and exits. On another rank the loss of rank 0 prints
@@ -25,10 +29,18 @@ class Comm;
 
 using RankLostFn = std::function<void(int rank, const std::string& description)>;
 
+struct WatchdogOptions {
+  // "" picks the address by the rules of dist/watchdog_address.h; else an IPv4 address or an
+  // interface name of rank 0's host.
+  std::string address;
+  int port = 0;  // 0: any free port (logged at start)
+};
+
 // Collective over the world (every rank, main thread, once). No-op for a world of one.
 // If the side channel cannot be set up (no socket, no route to rank 0) it logs a warning and
 // the job runs without it (mpirun's own error handling still ends a failed job).
-void start_rank_watchdog(Comm& comm, RankLostFn on_lost);
+// An explicit options.address that rank 0's host lacks is an Error on every rank.
+void start_rank_watchdog(Comm& comm, const WatchdogOptions& options, RankLostFn on_lost);
 // A normal shutdown is under way: connections closing from now on are not failures.
 void disarm_rank_watchdog();
 bool rank_watchdog_disarmed();

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "server/api_error.h"
-#include "server/constant_time.h"
+#include "core/constant_time.h"
 #include "server/openai_responses.h"
 #include "server/prometheus.h"
 

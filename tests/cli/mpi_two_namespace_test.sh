@@ -4,7 +4,9 @@
 # first one, and no sshd: OpenMPI's rsh launcher is pointed (plm_rsh_agent) at a small script
 # that runs the remote daemon with `ip netns exec`. Checks that the ranks really sit in
 # different namespaces, runs comm_test across them over TCP (2 ranks, one per host, and 4
-# ranks, TP inside a host and PCP across), and measures a 1 MB all-gather between the hosts.
+# ranks, TP inside a host and PCP across), measures a 1 MB all-gather between the hosts, and
+# serves across them: the rank watchdog must listen on rank 0's MPI interface (10.213.0.1,
+# from btl_tcp_if_include), and a killed rank on the other host must still be noticed.
 # Needs `ip` (iproute2) and CAP_SYS_ADMIN; otherwise prints "SKIPPED: <reason>" and exits 0.
 set -euo pipefail
 BIN_DIR=${CPINFER_BINARY_DIR:?}
@@ -103,5 +105,37 @@ if [[ -x "$BENCH" ]]; then
   echo "two-namespace 1 MiB all-gather (2 ranks over veth/TCP): median $median us"
 else
   echo "note: $BENCH not built; no all-gather timing"
+fi
+# 4. `cpinfer serve` across the hosts (pcp 2): the watchdog's address and a remote rank's death.
+CPINFER=${1:-$BIN_DIR/cpinfer}
+if [[ -x "$CPINFER" ]]; then
+  MODEL=$TMP/tiny
+  "$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --seed 5 --out "$MODEL" 2>/dev/null
+  "${MPIRUN[@]}" -np 2 --map-by node "$CPINFER" serve --model "$MODEL" --port 0 -pcp 2 \
+    --served-model-name tiny --max-model-len 1024 --kv-cache-space 0.05 >"$TMP/serve.log" 2>&1 &
+  job=$!
+  for _ in $(seq 600); do
+    grep -q "listening on http" "$TMP/serve.log" && break
+    kill -0 "$job" 2>/dev/null || { cp "$TMP/serve.log" "$TMP/out"; fail "serve across the namespaces exited at start-up"; }
+    sleep 0.1
+  done
+  url=$(grep -o "http://[0-9.]*:[0-9]*" "$TMP/serve.log" | head -1)
+  [[ -n "$url" ]] || { cp "$TMP/serve.log" "$TMP/out"; fail "serve across the namespaces did not start"; }
+  wd=$(grep -o "rank watchdog: port [0-9.]*:[0-9]*" "$TMP/serve.log" | grep -o "[0-9.]*:[0-9]*$" || true)
+  [[ "${wd%:*}" == "$IP_A" ]] || { cp "$TMP/serve.log" "$TMP/out"; fail "the watchdog listens on '${wd}', not on $IP_A"; }
+  ip netns exec "$NS_A" curl -sf -m 60 "$url/v1/completions" -H 'Content-Type: application/json' \
+    -d '{"model":"tiny","prompt":"hi","max_tokens":4}' >"$TMP/out" || fail "a completion across the namespaces"
+  grep -q '"text"' "$TMP/out" || fail "no completion text across the namespaces"
+  # Rank 1 runs in the second namespace: kill it there; rank 0 must notice and the job end.
+  r1=""
+  for p in $(ip netns pids "$NS_B"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && r1=$p
+  done
+  [[ -n "$r1" ]] || fail "rank 1 not found in $NS_B"
+  kill -9 "$r1"
+  for _ in $(seq 100); do grep -q "cpinfer: rank 1 died" "$TMP/serve.log" && break; sleep 0.1; done
+  grep -q "cpinfer: rank 1 died" "$TMP/serve.log" || { cp "$TMP/serve.log" "$TMP/out"; fail "rank 1's death on the other host went unnoticed for 10 s"; }
+  timeout 30 tail --pid="$job" -f /dev/null || fail "the job did not end within 30 s of rank 1's death"
+  echo "ok   serve across the namespaces: watchdog on $wd; rank 1 killed on $NS_B: noticed"
 fi
 echo "mpi_two_namespace_test: all passed"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/json_depth.h"
-#include "server/constant_time.h"
+#include "core/constant_time.h"
 
 namespace cpinfer {
 namespace {

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The rank watchdog's side channel of a multi-rank `cpinfer serve` is private to the job:
+# on one host it listens on 127.0.0.1 only (never on every interface), it closes once every
+# rank has registered, and strangers (a forged hello for a live rank, a connection that says
+# nothing, 1000 connections) change nothing: the job keeps serving and no rank is reported
+# dead. A killed rank is still noticed (the registration really happened). An explicit
+# --watchdog-address this host lacks is refused at start-up with a message naming it.
+# (The listener's handling of strangers *during* registration is tests/unit/watchdog_test.cpp.)
+set -euo pipefail
+source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
+CPINFER=${1:?usage: watchdog_private_test.sh path/to/cpinfer}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+command -v mpiexec >/dev/null || { echo "FAIL: mpiexec not found (apt-get install openmpi-bin)" >&2; exit 1; }
+command -v ss >/dev/null || { echo "FAIL: ss not found (apt-get install iproute2)" >&2; exit 1; }
+TMP=$(mktemp -d)
+MODEL="$TMP/tiny-wd-$$"  # unique: pgrep finds exactly this test's processes by it
+cleanup() {
+  local p
+  for p in $(pgrep -f -- "--model $MODEL " || true); do kill -9 "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [[ -n "${LOG:-}" ]] && tail -20 "$LOG" >&2; exit 1; }
+MPIEXEC=(mpiexec -np 2 --oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --seed 5 --out "$MODEL" 2>/dev/null
+
+# 1. A --watchdog-address that rank 0's host lacks: a clear error at start-up, non-zero exit.
+rc=0
+timeout 120 "${MPIEXEC[@]}" "$CPINFER" serve --model "$MODEL" --port 0 -pcp 2 \
+  --watchdog-address 203.0.113.77 >"$TMP/bad.log" 2>&1 || rc=$?
+((rc != 0)) || fail "serve accepted --watchdog-address 203.0.113.77"
+grep -q -- "--watchdog-address 203.0.113.77: no interface of this host" "$TMP/bad.log" ||
+  { cat "$TMP/bad.log" >&2; fail "no error naming --watchdog-address"; }
+echo "ok   a foreign --watchdog-address is refused: $(grep -m1 -o -- '--watchdog-address 203[^;]*' "$TMP/bad.log")"
+
+# 2. A serving job: where the watchdog listens.
+LOG="$TMP/serve.log"
+"${MPIEXEC[@]}" "$CPINFER" serve --model "$MODEL" --port 0 --served-model-name tiny \
+  --max-model-len 2048 --kv-cache-space 0.05 -pcp 2 >"$LOG" 2>&1 &
+JOB_PID=$!
+wait_for_server "$JOB_PID" "$LOG" watchdog
+WD=$(grep -o "rank watchdog: port [0-9.]*:[0-9]*" "$LOG" | grep -o "[0-9.]*:[0-9]*$" || true)
+[[ -n "$WD" ]] || fail "no 'rank watchdog: port' line"
+WD_HOST=${WD%:*} WD_PORT=${WD#*:}
+[[ "$WD_HOST" == 127.0.0.1 ]] || fail "one host, yet the watchdog listens on $WD_HOST, not 127.0.0.1"
+echo "ok   the watchdog listened on $WD (loopback: every rank is on this host)"
+
+complete() {  # one greedy completion; prints the text
+  curl -sf -m 60 "$URL/v1/completions" -H 'Content-Type: application/json' \
+    -d '{"model":"tiny","prompt":"hello there","max_tokens":8,"temperature":0}' |
+    node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).choices[0].text))'
+}
+BEFORE=$(complete) || fail "a completion before the strangers failed"
+
+# The port is closed once both ranks have registered (they have: the server is up).
+for _ in $(seq 50); do
+  ss -Hltn "sport = :$WD_PORT" | grep -q . || break
+  sleep 0.1
+done
+! ss -Hltn "sport = :$WD_PORT" | grep -q . || fail "the watchdog port $WD_PORT still listens after start-up: $(ss -Hltn "sport = :$WD_PORT")"
+echo "ok   the watchdog port is closed after registration"
+
+# 3. Strangers: a forged hello for rank 1 (112 bytes, wrong secret), a silent connection and
+#    1000 connections, on the watchdog's port and on every local address.
+node - "$WD_PORT" >"$TMP/strangers.txt" <<'JS'
+const net = require("net");
+const port = Number(process.argv[2]);
+const hello = Buffer.alloc(112);
+hello.write("CPIWDOG1", 0);              // the magic; the secret (bytes 8..39) left zero
+hello.writeInt32LE(1, 40);               // rank 1
+let refused = 0, accepted = 0, pending = 0;
+function attempt(host, payload, hold) {
+  return new Promise((resolve) => {
+    const s = net.connect({ host, port });
+    s.on("connect", () => { accepted++; if (payload) s.write(payload);
+                            setTimeout(() => { s.destroy(); resolve(); }, hold); });
+    s.on("error", () => { refused++; resolve(); });
+  });
+}
+(async () => {
+  await attempt("127.0.0.1", hello, 200);
+  await attempt("127.0.0.1", null, 500);
+  for (let i = 0; i < 1000; i += 50)
+    await Promise.all(Array.from({ length: 50 }, () => attempt("127.0.0.1", i % 100 ? null : hello, 0)));
+  console.log(`refused ${refused} accepted ${accepted}`);
+})();
+JS
+cat "$TMP/strangers.txt"
+grep -q "refused 1002 accepted 0" "$TMP/strangers.txt" || fail "strangers could connect: $(cat "$TMP/strangers.txt")"
+
+sleep 1
+AFTER=$(complete) || fail "a completion after the strangers failed"
+[[ "$AFTER" == "$BEFORE" ]] || fail "the completion changed after the strangers: '$BEFORE' vs '$AFTER'"
+H=$(curl -s -o /dev/null -w '%{http_code}' "$URL/health")
+[[ "$H" == 200 ]] || fail "/health is $H after the strangers"
+! grep -q "died" "$LOG" || fail "a rank was reported dead: $(grep died "$LOG")"
+echo "ok   after 1002 stranger connections the job still serves (same completion, /health 200)"
+
+# 4. The registration is real: killing rank 1 is still noticed.
+R1=""
+for p in $(pgrep -f -- "--model $MODEL " || true); do
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && R1=$p
+done
+[[ -n "$R1" ]] || fail "rank 1 not found"
+kill -9 "$R1"
+for _ in $(seq 100); do grep -q "cpinfer: rank 1 died" "$LOG" && break; sleep 0.1; done
+grep -q "cpinfer: rank 1 died" "$LOG" || fail "the death of rank 1 went unnoticed for 10 s"
+rc=0; wait "$JOB_PID" || rc=$?
+((rc != 0)) || fail "the job exited 0 after rank 1 died"
+echo "ok   killing rank 1 is still noticed: $(grep -m1 'cpinfer: rank 1 died' "$LOG")"
+echo "PASS"

@@ -1,0 +1,278 @@
+// The rank watchdog's private channel without MPI: address selection (CIDR and interface
+// rules) and rank 0's listener against strangers (no hello, a wrong secret, a valid-looking
+// hello for a live rank, garbage, a flood of 1000 connections) racing real registrations.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "dist/watchdog_address.h"
+#include "dist/watchdog_listener.h"
+
+namespace cpinfer {
+namespace {
+
+TEST(WatchdogAddress, ParsesAndMatchesCidr) {
+  EXPECT_EQ(parse_ipv4("10.1.2.3"), std::optional<uint32_t>(0x0A010203u));
+  EXPECT_FALSE(parse_ipv4("10.1.2"));
+  EXPECT_FALSE(parse_ipv4("eth0"));
+  EXPECT_EQ(format_ipv4(0x0A010203u), "10.1.2.3");
+  const uint32_t ip = *parse_ipv4("10.213.0.2");
+  EXPECT_EQ(ipv4_in_cidr(ip, "10.213.0.0/24"), std::optional<bool>(true));
+  EXPECT_EQ(ipv4_in_cidr(ip, "10.213.1.0/24"), std::optional<bool>(false));
+  EXPECT_EQ(ipv4_in_cidr(ip, "10.213.0.2/32"), std::optional<bool>(true));
+  EXPECT_EQ(ipv4_in_cidr(ip, "10.213.0.3/32"), std::optional<bool>(false));
+  EXPECT_EQ(ipv4_in_cidr(ip, "0.0.0.0/0"), std::optional<bool>(true));
+  EXPECT_EQ(ipv4_in_cidr(ip, "10.0.0.0/7"), std::optional<bool>(true));   // 0000101x
+  EXPECT_EQ(ipv4_in_cidr(ip, "12.0.0.0/7"), std::optional<bool>(false));  // 0000110x
+  EXPECT_FALSE(ipv4_in_cidr(ip, "10.213.0.0/33"));
+  EXPECT_FALSE(ipv4_in_cidr(ip, "10.213.0.0/"));
+  EXPECT_FALSE(ipv4_in_cidr(ip, "10.213.0.0/2x"));
+  EXPECT_FALSE(ipv4_in_cidr(ip, "eth1"));
+}
+
+TEST(WatchdogAddress, IfIncludeTakesTheFirstListedMatch) {
+  const std::vector<LocalAddress> local = {{"lo", *parse_ipv4("127.0.0.1")},
+                                           {"eth0", *parse_ipv4("192.168.5.7")},
+                                           {"ib0", *parse_ipv4("10.0.3.9")}};
+  EXPECT_EQ(address_for_if_include("ib0", local), parse_ipv4("10.0.3.9"));
+  EXPECT_EQ(address_for_if_include("10.0.0.0/16", local), parse_ipv4("10.0.3.9"));
+  // Items in the user's order: the subnet first wins over the interface named second.
+  EXPECT_EQ(address_for_if_include("192.168.5.0/24,ib0", local), parse_ipv4("192.168.5.7"));
+  EXPECT_EQ(address_for_if_include("eth9,,ib0", local), parse_ipv4("10.0.3.9"));
+  EXPECT_FALSE(address_for_if_include("eth9", local));
+  EXPECT_FALSE(address_for_if_include("172.16.0.0/12", local));
+  EXPECT_FALSE(address_for_if_include("", local));
+}
+
+TEST(WatchdogAddress, ExplicitAndSingleStackChoices) {
+  std::string why;
+  EXPECT_EQ(choose_watchdog_address("", true, &why), parse_ipv4("127.0.0.1"));
+  EXPECT_EQ(choose_watchdog_address("127.0.0.1", false, &why), parse_ipv4("127.0.0.1"));
+  EXPECT_EQ(choose_watchdog_address("lo", false, &why), parse_ipv4("127.0.0.1"));
+  // An address or interface this host lacks is an error naming the flag and the value.
+  for (const char* bad : {"203.0.113.77", "no-such-if0"}) {
+    try {
+      choose_watchdog_address(bad, true, &why);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("--watchdog-address ") + bad),
+                std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(network_stack_id().empty());
+  EXPECT_EQ(network_stack_id(), network_stack_id());
+}
+
+// ---- the listener ------------------------------------------------------------------
+
+int listen_loopback(int* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(::listen(fd, 128), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+int connect_loopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(uint16_t(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void send_all(int fd, const void* p, size_t n) {
+  ASSERT_EQ(::send(fd, p, n, MSG_NOSIGNAL), ssize_t(n));
+}
+
+// True when the listener closed `fd` (EOF) within timeout_ms.
+bool closed_by_peer(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, timeout_ms) <= 0) return false;
+  char c;
+  return ::recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+}
+
+template <typename Pred>
+bool eventually(Pred pred, int timeout_ms = 5000) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
+struct ListenerFixture {
+  static constexpr int kWorld = 4;
+  WatchdogSecret secret = random_watchdog_secret();
+  int port = 0;
+  std::mutex mu;
+  std::vector<std::pair<int, std::string>> lost;
+  std::atomic<bool> stop{false}, disarmed{false};
+  WatchdogListener listener;
+  std::thread thread;
+
+  explicit ListenerFixture(int hello_timeout_ms)
+      : listener(listen_loopback(&port), kWorld, secret,
+                 [this](int rank, const std::string& d) {
+                   std::lock_guard<std::mutex> g(mu);
+                   lost.emplace_back(rank, d);
+                 },
+                 hello_timeout_ms),
+        thread([this] { listener.run(stop, [this] { return disarmed.load(); }, 20); }) {}
+  ~ListenerFixture() {
+    stop.store(true);
+    thread.join();
+  }
+  size_t num_lost() {
+    std::lock_guard<std::mutex> g(mu);
+    return lost.size();
+  }
+  WatchdogHello hello(int rank) const {
+    WatchdogHello h;
+    h.secret = secret;
+    h.rank = rank;
+    h.pid = 4242 + rank;
+    std::snprintf(h.host, sizeof(h.host), "host-%d", rank);
+    return h;
+  }
+};
+
+TEST(WatchdogListener, StrangersChangeNothingAndRealRanksRegister) {
+  ListenerFixture f(/*hello_timeout_ms=*/400);
+
+  // A stranger that connects and never speaks: it must not hold up anyone else.
+  const int silent = connect_loopback(f.port);
+  ASSERT_GE(silent, 0);
+
+  // A valid-looking hello for rank 1 with a wrong secret, then gone.
+  WatchdogHello forged = f.hello(1);
+  forged.secret[17] ^= 1;
+  int s = connect_loopback(f.port);
+  send_all(s, &forged, sizeof(forged));
+  EXPECT_TRUE(closed_by_peer(s, 2000)) << "a wrong secret was not refused";
+  ::close(s);
+
+  // Garbage of exactly a hello's size, and half a real hello then a close.
+  std::vector<char> junk(sizeof(WatchdogHello), 'x');
+  s = connect_loopback(f.port);
+  send_all(s, junk.data(), junk.size());
+  EXPECT_TRUE(closed_by_peer(s, 2000));
+  ::close(s);
+  const WatchdogHello real1 = f.hello(1);
+  s = connect_loopback(f.port);
+  send_all(s, &real1, sizeof(real1) / 2);
+  ::close(s);
+
+  // Out-of-range ranks with the right secret (0 is rank 0 itself).
+  for (int bad_rank : {0, -1, ListenerFixture::kWorld}) {
+    const WatchdogHello h = f.hello(bad_rank);
+    s = connect_loopback(f.port);
+    send_all(s, &h, sizeof(h));
+    EXPECT_TRUE(closed_by_peer(s, 2000)) << "rank " << bad_rank;
+    ::close(s);
+  }
+  EXPECT_EQ(f.listener.registered(), 0);
+
+  // Ranks 1 and 2 register while the silent stranger is still connected.
+  const int r1 = connect_loopback(f.port);
+  send_all(r1, &real1, sizeof(real1));
+  const WatchdogHello real2 = f.hello(2);
+  const int r2 = connect_loopback(f.port);
+  send_all(r2, &real2, sizeof(real2));
+  ASSERT_TRUE(eventually([&] { return f.listener.registered() == 2; }));
+
+  // A second hello for live rank 1, even with the right secret, is refused.
+  s = connect_loopback(f.port);
+  send_all(s, &real1, sizeof(real1));
+  EXPECT_TRUE(closed_by_peer(s, 2000)) << "rank 1 registered twice";
+  ::close(s);
+
+  // The silent stranger is dropped at its deadline.
+  EXPECT_TRUE(closed_by_peer(silent, 3000)) << "a connection without hello was kept";
+  ::close(silent);
+
+  // A flood: 1000 connections, each closed at once, some sending a byte.
+  for (int i = 0; i < 1000; ++i) {
+    const int c = connect_loopback(f.port);
+    ASSERT_GE(c, 0) << "connection " << i << " refused while the listener is open";
+    if (i % 3 == 0) send_all(c, "z", 1);
+    ::close(c);
+  }
+  EXPECT_TRUE(f.listener.listening());
+  EXPECT_EQ(f.listener.registered(), 2);
+  EXPECT_EQ(f.num_lost(), 0u) << "a stranger was taken for a rank";
+  EXPECT_TRUE(eventually([&] { return f.listener.rejected() >= 1000 + 7; }))
+      << f.listener.rejected();
+
+  // The last rank registers: the port closes and nothing can connect any more.
+  const WatchdogHello real3 = f.hello(3);
+  const int r3 = connect_loopback(f.port);
+  send_all(r3, &real3, sizeof(real3));
+  ASSERT_TRUE(eventually([&] { return !f.listener.listening(); }));
+  EXPECT_EQ(f.listener.registered(), 3);
+  EXPECT_EQ(connect_loopback(f.port), -1) << "the port is still open after every rank registered";
+  EXPECT_EQ(f.num_lost(), 0u);
+
+  // A registered rank's connection closing is its death, reported once with its pid and host.
+  ::close(r2);
+  ASSERT_TRUE(eventually([&] { return f.num_lost() == 1; }));
+  {
+    std::lock_guard<std::mutex> g(f.mu);
+    EXPECT_EQ(f.lost[0].first, 2);
+    EXPECT_EQ(f.lost[0].second, "pid 4244 on host-2");
+  }
+  ::close(r1);
+  ::close(r3);
+}
+
+TEST(WatchdogListener, TooManySilentConnectionsDropTheOldestNotTheRanks) {
+  ListenerFixture f(/*hello_timeout_ms=*/60000);
+  std::vector<int> silent;
+  for (int i = 0; i < WatchdogListener::kMaxPending + 36; ++i) {
+    const int c = connect_loopback(f.port);
+    ASSERT_GE(c, 0);
+    silent.push_back(c);
+  }
+  // The oldest 36 are dropped (the cap), long before their 60 s deadline.
+  for (int i = 0; i < 36; ++i) EXPECT_TRUE(closed_by_peer(silent[size_t(i)], 3000)) << i;
+  for (int rank = 1; rank < ListenerFixture::kWorld; ++rank) {
+    const WatchdogHello h = f.hello(rank);
+    const int c = connect_loopback(f.port);
+    send_all(c, &h, sizeof(h));
+    silent.push_back(c);  // closed at the end
+  }
+  ASSERT_TRUE(eventually([&] { return f.listener.registered() == ListenerFixture::kWorld - 1; }));
+  // Registration complete: the remaining silent strangers are closed too.
+  EXPECT_TRUE(closed_by_peer(silent[40], 3000));
+  EXPECT_EQ(f.num_lost(), 0u);
+  f.disarmed.store(true);  // a normal shutdown: ranks leaving are not deaths
+  for (int c : silent) ::close(c);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(f.num_lost(), 0u);
+}
+
+}  // namespace
+}  // namespace cpinfer
