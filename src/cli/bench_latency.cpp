@@ -35,7 +35,7 @@
 #include "core/log.h"
 #include "core/stats.h"
 #include "core/thread_pool.h"
-#include "cp/kv_ownership.h"
+#include "cp/cp_layout.h"
 #include "dist/comm.h"
 #include "dist/launcher.h"
 #include "engine/step_executor.h"
@@ -199,8 +199,7 @@ int run_latency(const LatencyArgs& a) {
   // Mean context over the timed decode steps: input_len + 1 ... input_len + output_len - 1.
   const int64_t mean_context = a.input_len + a.output_len / 2;
   const double bytes = decode_bytes_per_token(config, weight_bytes_of(config), mean_context, kv_token);
-  const CpRanks& cp = runner.cp_ranks();
-  KvOwnership own{cp.world(), cp.interleave};
+  const CpLayout& cp = runner.cp_layout();
   const int64_t cached = a.input_len + a.output_len - 1;
   nlohmann::json j;
   j["model"] = a.model;
@@ -219,7 +218,7 @@ int run_latency(const LatencyArgs& a) {
   j["comm_share_prefill"] = median(comm_p) / median(ttft);
   j["comm_decode_s"] = median(comm_d);
   j["comm_share_decode"] = itl.empty() ? 0.0 : median(comm_d) / median(itl);
-  j["kv_bytes_per_rank"] = own.local_len(cached, 0) * runner.kv_bytes_per_local_token();
+  j["kv_bytes_per_rank"] = cp.local_len(cached, 0) * runner.kv_bytes_per_local_token();
   // What this rank would hold with the same TP but no context parallelism (W = 1).
   j["kv_bytes_without_cp"] = cached * runner.kv_bytes_per_local_token();
   j["kv_cache_dtype"] = a.kv_dtype;
@@ -268,7 +267,8 @@ void register_bench_latency(CLI::App& bench, CommandAction* action) {
   cmd->callback([a, action] {
     *action = [a] {
       return run_distributed(cli_args(), a->layout, a->threads_per_rank,
-                             [a] { return run_latency(*a); });
+                             [a] { return run_latency(*a); },
+                             [a] { check_model_layout(a->model, a->layout); });
     };
   });
 }

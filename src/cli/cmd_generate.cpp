@@ -17,7 +17,7 @@
 #include "engine/generate.h"
 #include "engine/model_runner.h"
 #include "engine/step_executor.h"
-#include "cp/kv_ownership.h"
+#include "cp/cp_layout.h"
 #include "dist/comm.h"
 #include "dist/launcher.h"
 #include "dist/parallel_layout.h"
@@ -67,9 +67,8 @@ void print_outputs(const GenerateArgs& a, const Tokenizer& tok, const GenerateRe
   CPI_LOG_INFO("{} tokens ({}); ttft {:.3f}s; decode {:.2f} tok/s", res.tokens.size(),
                res.finish_reason, res.ttft_s, res.decode_tokens_per_s());
   if (!a.json) return;
-  const CpRanks& cp = runner.cp_ranks();
+  const CpLayout& cp = runner.cp_layout();
   const int64_t total = int64_t(req.prompt.size() + res.tokens.size()) - 1;  // cached at the end
-  KvOwnership own{cp.world(), cp.interleave};
   nlohmann::json j;
   j["token_ids"] = res.tokens;
   j["text"] = tok.decode(res.tokens, /*skip_special_tokens=*/true);
@@ -85,7 +84,7 @@ void print_outputs(const GenerateArgs& a, const Tokenizer& tok, const GenerateRe
   j["layout"] = {{"tp", a.layout.tp}, {"pcp", a.layout.pcp}, {"dcp", a.layout.dcp},
                  {"interleave", a.layout.interleave}, {"block_size", a.layout.page_size}};
   // KV bytes rank 0 holds for this request at its end (rank 0's share is the largest).
-  j["kv_bytes_per_rank"] = own.local_len(total, 0) * runner.kv_bytes_per_local_token();
+  j["kv_bytes_per_rank"] = cp.local_len(total, 0) * runner.kv_bytes_per_local_token();
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
 
@@ -107,11 +106,6 @@ int run_generate(const GenerateArgs& a) {
   if (!exec.is_driver()) {
     exec.worker_loop();
     return 0;
-  }
-  if (runner.cp_ranks().world() > 1 && req.prefill_chunk < int64_t(req.prompt.size())) {
-    CPI_LOG_INFO("context parallelism: the prompt is prefilled in one step ({} tokens)",
-                 req.prompt.size());
-    req.prefill_chunk = int64_t(req.prompt.size());
   }
   CPI_LOG_INFO("loaded {} ({} layers) in {:.2f}s; {} ranks (tp {} pcp {} dcp {}), {} threads "
                "per rank; prompt {} tokens",
@@ -168,7 +162,8 @@ void register_generate(CLI::App& app, CommandAction* action) {
               "generate needs exactly one of --prompt, --prompt-ids, --prompt-file");
     *action = [a] {
       return run_distributed(cli_args(), a->layout, a->threads_per_rank,
-                             [a] { return run_generate(*a); });
+                             [a] { return run_generate(*a); },
+                             [a] { check_model_layout(a->model, a->layout); });
     };
   });
 }

@@ -41,7 +41,7 @@ struct ServeArgs {
   int64_t max_model_len = 0, max_num_batched_tokens = 2048, max_num_seqs = 256,
           num_kv_blocks = 0;
   double kv_cache_space_gib = 1.0;
-  bool chunked_prefill = true, chunked_prefill_given = false, batched_tokens_given = false;
+  bool chunked_prefill = true, batched_tokens_given = false;
   int threads_per_rank = 0;
   LayoutSpec layout;
   WatchdogOptions watchdog;
@@ -122,10 +122,6 @@ int run_serve(ServeArgs a) {
   const ParallelLayout& layout = rm.layout;
   ThreadPool& pool = global_pool();
   const int64_t world_cp = int64_t(a.layout.pcp) * a.layout.dcp;
-  CPI_CHECK(!(a.chunked_prefill_given && a.chunked_prefill && world_cp > 1),
-            "--enable-chunked-prefill needs pcp * dcp == 1 (here {}): prefill over context "
-            "sharded across ranks (context-parallel.md section 8) is not implemented",
-            world_cp);
 
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
@@ -152,13 +148,8 @@ int run_serve(ServeArgs a) {
   EngineOptions eo;
   eo.max_model_len = a.max_model_len;
   eo.scheduler.max_num_seqs = a.max_num_seqs;
-  eo.scheduler.chunked_prefill = world_cp == 1 && a.chunked_prefill;
+  eo.scheduler.chunked_prefill = a.chunked_prefill;
   eo.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
-  if (world_cp > 1)
-    CPI_LOG_INFO("chunked prefill is off: under context parallelism (pcp * dcp = {}) every "
-                 "prompt is prefilled in one step (prefill over sharded context, "
-                 "context-parallel.md section 8, is not implemented)",
-                 world_cp);
   if (!eo.scheduler.chunked_prefill && !a.batched_tokens_given) {
     // Every prompt must fit in one step: the budget grows to the max model length.
     const int64_t len = a.max_model_len > 0 ? a.max_model_len
@@ -222,9 +213,10 @@ void register_serve(CLI::App& app, CommandAction* action) {
                   ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 24));
   cmd->add_option("--max-num-seqs", a->max_num_seqs, "Requests running at once")
       ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 16));
-  auto* cp = cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill",
+  cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill",
                            a->chunked_prefill,
-                           "Split long prompts over steps (default on; needs pcp * dcp == 1)");
+                           "Split long prompts over steps, sharing --max-num-batched-tokens with the "
+                           "running decodes (default on, under every layout)");
   cmd->add_option("--kv-cache-space", a->kv_cache_space_gib,
                   "GiB of KV cache per rank (like VLLM_CPU_KVCACHE_SPACE)")
       ->capture_default_str()->check(CLI::Range(1e-6, 1e6));
@@ -246,14 +238,14 @@ void register_serve(CLI::App& app, CommandAction* action) {
   add_layout_flags(cmd, &a->layout, &a->threads_per_rank);
   cmd->add_option("--threads", a->threads_per_rank, "Alias of --threads-per-rank")
       ->check(CLI::Range(1, 1024));
-  cmd->callback([a, action, cp, mbt] {
+  cmd->callback([a, action, mbt] {
     CPI_CHECK(a->model.empty() != a->model_positional.empty(),
               "serve needs the model directory: `cpinfer serve DIR` or `cpinfer serve --model DIR`");
-    a->chunked_prefill_given = cp->count() > 0;
     a->batched_tokens_given = mbt->count() > 0;
     *action = [a] {
       return run_distributed(cli_args(), a->layout, a->threads_per_rank,
-                             [a] { return run_serve(*a); });
+                             [a] { return run_serve(*a); },
+                             [a] { check_model_layout(a->model.empty() ? a->model_positional : a->model, a->layout); });
     };
   });
 }

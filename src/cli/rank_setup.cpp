@@ -6,11 +6,22 @@
 
 namespace cpinfer {
 
-RankModel setup_rank(const std::string& model_dir, const LayoutSpec& spec, Comm& comm) {
+namespace {
+ModelConfig load_checked_config(const std::string& model_dir) {
   CPI_CHECK(std::filesystem::is_directory(model_dir),
             "model directory '{}' does not exist (make one with `cpinfer make-model`)",
             model_dir);
-  ModelConfig config = load_model_config(model_dir);
+  return load_model_config(model_dir);
+}
+}  // namespace
+
+void check_model_layout(const std::string& model_dir, const LayoutSpec& spec) {
+  const ModelConfig config = load_checked_config(model_dir);
+  validate_layout(spec, config.num_q_heads, config.num_kv_heads);
+}
+
+RankModel setup_rank(const std::string& model_dir, const LayoutSpec& spec, Comm& comm) {
+  ModelConfig config = load_checked_config(model_dir);
   RankModel m{config, ParallelLayout(spec, config.num_q_heads, config.num_kv_heads, comm.rank())};
   comm.set_layout(m.layout);
   return m;

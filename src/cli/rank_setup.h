@@ -18,6 +18,10 @@ struct RankModel {
 // against the model's heads and splits `comm` into this rank's TP / PCP / DCP groups.
 RankModel setup_rank(const std::string& model_dir, const LayoutSpec& spec, Comm& comm);
 
+// Before any rank starts: the model directory exists, its config.json loads, and the
+// layout suits its heads (validate_layout). Throws Error naming the problem.
+void check_model_layout(const std::string& model_dir, const LayoutSpec& spec);
+
 // --kv-cache-dtype: auto|f32 -> F32, bf16 -> BF16; anything else is an Error.
 DType parse_kv_dtype(const std::string& s);
 

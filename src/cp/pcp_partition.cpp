@@ -27,13 +27,16 @@ void local_positions(int64_t P, int64_t r, int64_t c, std::vector<int64_t>* out)
 
 }  // namespace
 
-PcpPartition partition_pcp(const std::vector<PcpRequest>& reqs, int64_t P, int64_t r) {
+void partition_pcp(const std::vector<PcpRequest>& reqs, int64_t P, int64_t r, PcpPartition* out) {
   CPI_CHECK(P >= 1 && r >= 0 && r < P, "PCP rank {} is outside [0, {})", r, P);
-  PcpPartition part;
+  PcpPartition& part = *out;
   part.pcp = P;
   part.rank = r;
-  int64_t offset = 0, padded_cursor = 0;
-  std::vector<std::vector<int64_t>> positions_of_rank(static_cast<size_t>(P));  // padded-global, per rank
+  for (auto* v : {&part.padded_len, &part.chunk, &part.local_count, &part.local_offset,
+                  &part.local_src, &part.local_pos, &part.restore, &part.padded_start})
+    v->clear();
+  part.local_is_pad.clear();
+  int64_t offset = 0, padded_cursor = 0, gathered_per_rank = 0;
   for (const PcpRequest& q : reqs) {
     CPI_CHECK(q.num_new_tokens >= 1, "a request must add at least one token");
     part.local_offset.push_back(offset);
@@ -56,27 +59,39 @@ PcpPartition partition_pcp(const std::vector<PcpRequest>& reqs, int64_t P, int64
     part.chunk.push_back(c);
     part.local_count.push_back(2 * c);
     part.padded_start.push_back(padded_cursor);
-    for (int64_t k = 0; k < P; ++k) {
-      std::vector<int64_t> rel;
-      local_positions(P, k, c, &rel);
-      for (int64_t p : rel) positions_of_rank[size_t(k)].push_back(padded_cursor + p);
-      if (k != r) continue;
-      for (int64_t p : rel) {
-        bool pad = p >= n;  // pads are the last `padded - n` positions
+    for (int64_t half = 0; half < 2; ++half)  // head chunk r, then tail chunk 2P-1-r
+      for (int64_t i = 0; i < c; ++i) {
+        const int64_t p = (half == 0 ? r : 2 * P - 1 - r) * c + i;
+        const bool pad = p >= n;  // pads are the last `padded - n` positions
         part.local_src.push_back(pad ? -1 : p);
         part.local_pos.push_back(p);
         part.local_is_pad.push_back(pad ? 1 : 0);
       }
-    }
     offset += 2 * c;
     padded_cursor += padded;
+    gathered_per_rank += 2 * c;
   }
-  // Gathered rows come rank by rank; sorting their padded-global positions gives the
-  // order that puts them back.
-  std::vector<int64_t> keys;
-  for (const auto& v : positions_of_rank) keys.insert(keys.end(), v.begin(), v.end());
-  part.gathered_tokens = int64_t(keys.size());
-  part.restore = stable_argsort(keys);
+  // Gathered rows come rank by rank, G = gathered_per_rank each; a request's rows sit at the
+  // same offset g0 inside every rank's block (head chunk first). Padded position j of the
+  // request lies in chunk k = j / c, held by rank k (k < P, as its head) or 2P-1-k (tail):
+  // gathered row = rank * G + g0 + (k < P ? 0 : c) + j % c. P 2, one request of 8 (c 2,
+  // G 4): j 0..7 -> rows 0,1, 4,5, 6,7, 2,3.
+  part.gathered_tokens = P * gathered_per_rank;
+  int64_t g0 = 0;
+  for (size_t q = 0; q < reqs.size(); ++q) {
+    if (reqs[q].is_decode) continue;
+    const int64_t c = part.chunk[q];
+    for (int64_t j = 0; j < 2 * P * c; ++j) {
+      const int64_t k = j / c, rank = k < P ? k : 2 * P - 1 - k;
+      part.restore.push_back(rank * gathered_per_rank + g0 + (k < P ? 0 : c) + j % c);
+    }
+    g0 += 2 * c;
+  }
+}
+
+PcpPartition partition_pcp(const std::vector<PcpRequest>& reqs, int64_t P, int64_t r) {
+  PcpPartition part;
+  partition_pcp(reqs, P, r, &part);
   return part;
 }
 

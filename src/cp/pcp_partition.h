@@ -1,5 +1,5 @@
 // Prefill context parallelism: how a batch's new tokens are split over the PCP group
-// (context-parallel.md §4, DualChunkSwap). Each prefill request of n tokens is padded to a
+// (docs/context-parallel.md §4, DualChunkSwap). Each prefill request of n tokens is padded to a
 // multiple of 2P and cut into 2P chunks of c tokens; PCP rank r takes the head chunk r and
 // the tail chunk 2P-1-r. Decode requests (one new token) are not split: every rank runs
 // them, and (§8, "no redundant decode traffic") they take no part in the K/V gather.
@@ -42,6 +42,9 @@ struct PcpPartition {
 // Builds rank r's partition for a batch. Requests keep their order; a prefill request
 // with num_new_tokens == 1 is still a prefill (padded to 2P).
 PcpPartition partition_pcp(const std::vector<PcpRequest>& requests, int64_t pcp, int64_t rank);
+// The same into *out, reusing its vectors (no allocation once they have grown).
+void partition_pcp(const std::vector<PcpRequest>& requests, int64_t pcp, int64_t rank,
+                   PcpPartition* out);
 
 // The reference design's restore index (§4 test vector), in which decode requests are
 // gathered too: each decode request contributes P copies (one per rank) at the front of

@@ -261,19 +261,31 @@ int resolve_threads_per_rank(int requested) {
 }
 
 int run_distributed(const std::vector<std::string>& argv, const LayoutSpec& spec,
-                    int threads_per_rank, const std::function<int()>& body) {
+                    int threads_per_rank, const std::function<int()>& body,
+                    const std::function<void()>& precheck) {
   CPI_CHECK(spec.tp >= 1, "tensor-parallel-size {} must be >= 1", spec.tp);
   CPI_CHECK(spec.pcp >= 1, "prefill-context-parallel-size {} must be >= 1", spec.pcp);
   CPI_CHECK(threads_per_rank >= 0, "threads-per-rank {} must be >= 1 (or 0: automatic)",
             threads_per_rank);
   const int world = spec.tp * spec.pcp;
   if (!launched_by_mpi()) {
+    // The relaunched ranks are under MPI: they skip this (it passed here already).
+    if (precheck) precheck();
     if (world > 1) return relaunch_under_mpirun(argv, world, threads_per_rank);
     if (threads_per_rank > 0) set_num_threads(threads_per_rank);
     return body();
   }
 
   Comm& comm = Comm::world();
+  if (precheck && std::getenv(kRelaunchedEnv) == nullptr) {
+    // The user's own mpirun: every rank sees the same failure; one message (rank 0).
+    try {
+      precheck();
+    } catch (const Error&) {
+      if (comm.rank() != 0) return 2;
+      throw;
+    }
+  }
   if (comm.size() != world) {
     // Every rank sees the same mismatch: one message (rank 0), the same status everywhere.
     if (comm.rank() != 0) return 2;

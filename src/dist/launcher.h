@@ -65,7 +65,12 @@ int resolve_threads_per_rank(int requested);
 //   that rank ends the job the same way with that status, since ranks that returned 0 could
 //   otherwise wait for it forever. Returns 0 when every rank's body returned 0.
 // The body must call Comm::world().set_layout itself (it knows the model's head counts).
+// `precheck` (optional) validates the command before any rank starts: it runs in the
+// process the user started, before the relaunch, so that an impossible layout is one
+// message and no mpirun; under the user's own mpirun it runs on every rank and only rank 0
+// reports a failure (the others return 2).
 int run_distributed(const std::vector<std::string>& argv, const LayoutSpec& spec,
-                    int threads_per_rank, const std::function<int()>& body);
+                    int threads_per_rank, const std::function<int()>& body,
+                    const std::function<void()>& precheck = {});
 
 }  // namespace cpinfer

@@ -4,15 +4,12 @@
 
 namespace cpinfer {
 
-BlockManager::BlockManager(int64_t pages_per_rank, int64_t page_size, int64_t world,
-                           int64_t interleave)
-    : pages_per_rank_(pages_per_rank),
-      page_size_(page_size),
-      own_{world, interleave},
-      used_(size_t(world), 0) {
-  CPI_CHECK(pages_per_rank >= 1 && page_size >= 1 && world >= 1 && interleave >= 1,
+BlockManager::BlockManager(int64_t pages_per_rank, const CpLayout& layout)
+    : pages_per_rank_(pages_per_rank), layout_(layout), used_(size_t(layout.world()), 0) {
+  CPI_CHECK(pages_per_rank >= 1 && layout.page_size >= 1 && layout.world() >= 1 &&
+                layout.interleave >= 1,
             "block manager: bad shape (pages {}, page size {}, world {}, interleave {})",
-            pages_per_rank, page_size, world, interleave);
+            pages_per_rank, layout.page_size, layout.world(), layout.interleave);
 }
 
 double BlockManager::usage(int64_t rank) const {
@@ -20,7 +17,7 @@ double BlockManager::usage(int64_t rank) const {
 }
 
 int64_t BlockManager::pages_for(int64_t len, int64_t rank) const {
-  return (own_.local_len(len, rank) + page_size_ - 1) / page_size_;
+  return layout_.pages_needed(len, rank);
 }
 
 int64_t BlockManager::held_tokens(int64_t id) const {

@@ -35,14 +35,10 @@ Engine::Engine(StepExecutor& exec, const Tokenizer& tok, const EngineOptions& op
       pool_(pool),
       vocab_(exec.runner().config().vocab_size),
       eos_ids_(exec.runner().config().eos_token_ids),
-      blocks_(exec.runner().page_pool().num_pages(), exec.runner().options().page_size,
-              exec.runner().cp_ranks().world(), exec.runner().cp_ranks().interleave),
+      blocks_(exec.runner().page_pool().num_pages(), exec.runner().cp_layout()),
       sched_(opts.scheduler, blocks_) {
   CPI_ASSERT(exec.is_driver());
   kv_capacity_tokens_ = capacity_tokens(blocks_);
-  CPI_CHECK(!opts.scheduler.chunked_prefill || exec.runner().cp_ranks().world() == 1,
-            "chunked prefill needs pcp * dcp == 1 (prefill over context sharded across ranks, "
-            "context-parallel.md section 8, is not implemented)");
   if (opts_.max_model_len == 0)  // default: what the model and the KV cache allow
     opts_.max_model_len =
         std::min(exec.runner().config().max_position_embeddings > 0

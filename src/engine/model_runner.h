@@ -10,15 +10,15 @@
 #include "core/thread_pool.h"
 #include "dist/comm.h"
 #include "dist/parallel_layout.h"
-#include "cp/cp_step.h"
-#include "engine/sequence_state.h"
+#include "cp/cp_layout.h"
+#include "cp/step_planner.h"
+#include "attention/sequence_state.h"
 #include "model/decoder.h"
-#include "model/forward_batch.h"
 
 namespace cpinfer {
 
 struct RunnerOptions {
-  int64_t page_size = 16;           // --block-size (the layout's, when one is given)
+  int64_t page_size = 16;           // --block-size (a layout's own page size wins)
   DType kv_dtype = DType::F32;      // KV-cache storage
   int64_t max_cache_tokens = 4096;  // KV capacity in tokens of sequence (all sequences
                                     // together); under CP each rank holds its share
@@ -36,7 +36,8 @@ class ModelRunner {
   const RunnerOptions& options() const { return opts_; }
   PagePool& page_pool() { return page_pool_; }
   double load_seconds() const { return load_seconds_; }
-  const CpRanks& cp_ranks() const { return cp_ranks_; }
+  // This rank's context-parallel layout (W == 1 without one).
+  const CpLayout& cp_layout() const { return cp_; }
   // Bytes of K and V this rank holds per cached token of a sequence (all layers): the
   // cache memory of a sequence of L tokens is local_len(L) * this.
   int64_t kv_bytes_per_local_token() const;
@@ -55,10 +56,10 @@ class ModelRunner {
   ModelWeights weights_;
   PagePool page_pool_;
   KvCache cache_;
-  CpRanks cp_ranks_;  // world() > 1: context-parallel steps (build_cp_step)
+  CpLayout cp_;
   Decoder decoder_;
-  ForwardBatch batch_;
-  CpStep cp_step_;
+  StepPlanner planner_;
+  RankStep step_;
   std::vector<float> logits_;
   double load_seconds_ = 0;
 };

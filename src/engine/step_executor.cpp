@@ -57,7 +57,7 @@ std::vector<int64_t> StepExecutor::audit() {
 }
 
 std::vector<int64_t> StepExecutor::gather_free_pages() {
-  const int64_t mine[2] = {runner_.cp_ranks().rank(), runner_.page_pool().num_free()};
+  const int64_t mine[2] = {runner_.cp_layout().rank(), runner_.page_pool().num_free()};
   std::vector<int64_t> all(size_t(2 * world_));
   if (world_ == 1) {
     all.assign(mine, mine + 2);

@@ -8,36 +8,38 @@
 namespace cpinfer {
 
 namespace {
-constexpr int64_t kMaxStates = 1024;  // per row (DCP x PCP x split-KV chunks fit easily)
+constexpr int64_t kMaxStates = kMaxMergeStates;
+}
+
+float merge_weights(int64_t n, const float* lse, int64_t stride, float* weights) {
+  float m = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, lse[i * stride]);
+  if (m == -INFINITY) {  // all empty (or n == 0): the empty state
+    for (int64_t i = 0; i < n; ++i) weights[i] = 0.f;
+    return -INFINITY;
+  }
+  // w_i = 2^(s_i - m) in double (exactly 1 for the max, 0 for empty states), c_i = w_i / sum.
+  double w[kMaxStates];
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = lse[i * stride];
+    w[i] = s == -INFINITY ? 0.0 : std::exp2(double(s) - double(m));
+    sum += w[i];
+  }
+  for (int64_t i = 0; i < n; ++i) weights[i] = float(w[i] / sum);
+  return float(double(m) + std::log2(sum));
 }
 
 void merge_states_row(int64_t n, int64_t D, const float* const* o_parts,
                       const float* lse_parts, float* o, float* lse) {
-  float m = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, lse_parts[i]);
-  if (m == -INFINITY) {  // all empty (or n == 0): the empty state
-    for (int64_t d = 0; d < D; ++d) o[d] = 0.f;
-    *lse = -INFINITY;
-    return;
-  }
-  // Weights in double: w_i = 2^(s_i - m) (exactly 1 for the max, 0 for empty states),
-  // c_i = w_i / sum. A single non-empty state gets c = 1: its O and LSE pass through exactly.
-  double w[kMaxStates];
   float c[kMaxStates];
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float s = lse_parts[i];
-    w[i] = s == -INFINITY ? 0.0 : std::exp2(double(s) - double(m));
-    sum += w[i];
-  }
-  for (int64_t i = 0; i < n; ++i) c[i] = float(w[i] / sum);
+  *lse = merge_weights(n, lse_parts, 1, c);
   for (int64_t d = 0; d < D; ++d) {
     float acc = 0.f;
     for (int64_t i = 0; i < n; ++i)
       if (c[i] != 0.f) acc += c[i] * o_parts[i][d];  // skip empties: their O may be garbage
     o[d] = acc;
   }
-  *lse = float(double(m) + std::log2(sum));
 }
 
 void merge_states(int64_t n, int64_t tokens, int64_t heads, int64_t D, const float* o_parts,

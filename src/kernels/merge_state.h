@@ -16,6 +16,14 @@
 
 namespace cpinfer {
 
+// The weight math of every merge: given n base-2 LSEs s_i (lse[i * stride]), returns
+// s* = log2(sum_i 2^(s_i)) and writes weights[i] = 2^(s_i - s*) (so sum_i weights[i] = 1
+// and the merged O is sum_i weights[i] * O_i). Empty states (s_i = -inf) get weight 0;
+// when every state is empty (or n == 0) all weights are 0 and s* = -inf, never NaN.
+// Computed in double: a single non-empty state gets weight exactly 1. n <= kMaxMergeStates.
+constexpr int64_t kMaxMergeStates = 1024;
+float merge_weights(int64_t n, const float* lse, int64_t stride, float* weights);
+
 // One output row from n states: o_i = o_parts[i] (head_dim floats), lse_i = lse_parts[i].
 // o: [head_dim]; *lse: the merged LSE.
 void merge_states_row(int64_t n, int64_t head_dim, const float* const* o_parts,

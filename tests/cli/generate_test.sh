@@ -71,4 +71,26 @@ expect_error "top_p" generate --model "$TMP/tiny" --prompt hi --top-p 0
 expect_error "exactly one" generate --model "$TMP/tiny"
 expect_error "kv-cache-dtype" generate --model "$TMP/tiny" --prompt hi --kv-cache-dtype f8
 expect_error "prompt" generate --model "$TMP/tiny" --prompt-file "$TMP/missing.txt"
+# An impossible layout is found once, before any rank starts: one message, no mpirun (a
+# missing mpirun would be the error otherwise), for generate, serve and bench latency; under
+# the user's own mpiexec, still one message.
+for cmd in "generate --prompt hi" "serve" "bench latency --input-len 8 --output-len 2"; do
+  rc=0
+  # shellcheck disable=SC2086
+  CPINFER_MPIRUN=/nonexistent/mpirun "$CPINFER" $cmd --model "$TMP/tiny" -tp 4 -dcp 4 \
+    >"$TMP/out" 2>"$TMP/err" || rc=$?
+  [[ $rc -ne 0 ]] || fail "$cmd accepted -tp 4 -dcp 4"
+  grep -q "decode-context-parallel-size 4 exceeds tp/num_kv_heads = 2" "$TMP/err" ||
+    fail "$cmd: no layout error: $(cat "$TMP/err")"
+  ! grep -q "mpirun" "$TMP/err" || fail "$cmd tried to start mpirun for an impossible layout"
+done
+if command -v mpiexec >/dev/null; then
+  rc=0
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpiexec -np 4 \
+    --oversubscribe --bind-to none "$CPINFER" generate --model "$TMP/tiny" --prompt hi \
+    -tp 4 -dcp 4 >"$TMP/out" 2>"$TMP/err" || rc=$?
+  [[ $rc -ne 0 ]] || fail "mpiexec: -tp 4 -dcp 4 accepted"
+  n=$(grep -c "decode-context-parallel-size 4 exceeds" "$TMP/err" || true)
+  [[ $n -eq 1 ]] || fail "mpiexec: the layout error was printed $n times, not once"
+fi
 echo "generate_test: all checks passed"

@@ -165,7 +165,9 @@ run_layout() {  # run_layout NAME RANKS layout-args...
 }
 
 run_layout one-rank 1 --max-num-batched-tokens 256
-EXPECT_PAGES=3000 run_layout tp2-pcp2 2 -tp 2 -pcp 2 --cp-kv-cache-interleave-size 4 --num-kv-blocks 3000
+# The same 256-token budget as one rank: the 16 concurrent prompts (up to 200 tokens) are
+# chunked across steps beside running decodes over the sharded cache.
+EXPECT_PAGES=3000 run_layout tp2-pcp2 2 -tp 2 -pcp 2 --cp-kv-cache-interleave-size 4 --num-kv-blocks 3000 --max-num-batched-tokens 256
 cmp "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" ||
   fail "greedy answers under tp 2 x pcp 2 differ from one rank: $(diff "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" | head -5)"
 echo "serve_test: all checks passed"

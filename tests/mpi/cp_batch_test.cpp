@@ -2,10 +2,16 @@
 // four requests of different lengths admitted in the same step, decodes of all of them
 // together, then a new prefill admitted alongside running decodes. Rank 0 runs the same
 // steps on a single-rank engine and checks logits within 1e-3 and equal greedy choices.
+// Then chunked prefill over the sharded cache: two long prompts prefilled chunk by chunk
+// (128 and 100 tokens a step, the second admitted two steps later) while six sequences
+// decode in the same steps; every sequence's logits must equal that sequence run alone on
+// one rank (whole prompt, then the same tokens one by one). Every page is back on every
+// rank at the end.
 //   usage: cp_batch_test --tp N --pcp M --dcp K --interleave I [--block-size B]
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "core/error.h"
@@ -15,17 +21,11 @@
 #include "engine/model_runner.h"
 #include "engine/step_executor.h"
 #include "kernels/sampling.h"
-#include "support/test_models.h"
+#include "support/mpi_layout.h"
 
 using namespace cpinfer;
 
 namespace {
-
-int flag(int argc, char** argv, const char* name, int def) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (!std::strcmp(argv[i], name)) return std::atoi(argv[i + 1]);
-  return def;
-}
 
 std::vector<int32_t> prompt(int64_t n, uint32_t seed) {
   std::vector<int32_t> v;
@@ -35,10 +35,11 @@ std::vector<int32_t> prompt(int64_t n, uint32_t seed) {
 }
 
 struct Checker {
-  int failures = 0;
+  int failures = 0, compared = 0;
   double worst = 0;
   void compare(const std::vector<float>& base, const std::vector<float>& cp, int64_t V,
                const std::string& what) {
+    ++compared;
     if (base.size() != cp.size()) {
       std::printf("FAIL %s: %zu vs %zu logits\n", what.c_str(), base.size(), cp.size());
       ++failures;
@@ -63,22 +64,105 @@ struct Checker {
   }
 };
 
+// Token k generated for sequence `seq` (teacher-forced: the same on both sides).
+int32_t forced_token(int64_t seq, int64_t k) { return int32_t((seq * 7919 + k * 104729) % 151000); }
+
+// Logits of one sequence run alone on `base` from a fresh id: the whole prompt in one step,
+// then `decodes` forced tokens one per step. Returns, per position of the last token of
+// each step, the logits row: key = position (prompt end: prompt.size() - 1).
+std::map<int64_t, std::vector<float>> alone(StepExecutor& base, int64_t seq,
+                                            const std::vector<int32_t>& prompt, int decodes,
+                                            int64_t V) {
+  std::map<int64_t, std::vector<float>> out;
+  StepPlan p;
+  p.seqs.push_back({1000 + seq, int64_t(prompt.size()), 0});
+  p.tokens = prompt;
+  out[int64_t(prompt.size()) - 1] = base.run(p);
+  for (int k = 0; k < decodes; ++k) {
+    StepPlan d;
+    d.seqs.push_back({1000 + seq, 1, 0});
+    d.tokens.push_back(forced_token(seq, k));
+    out[int64_t(prompt.size()) + k] = base.run(d);
+  }
+  StepPlan rel;
+  rel.kind = StepPlan::Kind::Release;
+  rel.seqs.push_back({1000 + seq, 0, 0});
+  base.run(rel);
+  for (auto& [pos, l] : out) CPI_ASSERT(int64_t(l.size()) == V);
+  return out;
+}
+
+void chunked_prefill_beside_decodes(StepExecutor& exec, StepExecutor& base, int64_t V,
+                                    Checker& check) {
+  struct Seq {
+    int64_t id;
+    std::vector<int32_t> prompt;
+    int64_t chunk, start_step, done = 0, generated = 0;
+    std::map<int64_t, std::vector<float>> got;  // position -> logits
+  };
+  std::vector<Seq> seqs;
+  for (int64_t i = 0; i < 6; ++i) seqs.push_back({10 + i, prompt(20 + 7 * i, uint32_t(10 + i)), 0, 0});
+  seqs.push_back({20, prompt(700, 20), 128, 1});
+  seqs.push_back({21, prompt(517, 21), 100, 3});
+  // Step 0: the six short prompts in one step; then every step decodes the running ones and
+  // adds the next chunk of each long prompt that has started.
+  for (int64_t step = 0;; ++step) {
+    StepPlan plan;
+    std::vector<Seq*> in_step;
+    for (Seq& s : seqs) {
+      const int64_t n = int64_t(s.prompt.size());
+      if (s.done < n) {
+        if (step < s.start_step) continue;
+        const int64_t take = s.chunk > 0 ? std::min(s.chunk, n - s.done) : n;
+        plan.seqs.push_back({s.id, take, 0});
+        plan.tokens.insert(plan.tokens.end(), s.prompt.begin() + s.done, s.prompt.begin() + s.done + take);
+        s.done += take;
+      } else {
+        if (s.generated >= 4 + (s.chunk > 0 ? 0 : 8)) continue;
+        plan.seqs.push_back({s.id, 1, 0});
+        plan.tokens.push_back(forced_token(s.id, s.generated));
+        ++s.generated;
+      }
+      in_step.push_back(&s);
+    }
+    if (plan.seqs.empty()) break;
+    const std::vector<float>& l = exec.run(plan);
+    for (size_t i = 0; i < in_step.size(); ++i) {
+      Seq& s = *in_step[i];
+      const int64_t pos = s.done + s.generated - 1;  // the step's last token
+      if (s.done == int64_t(s.prompt.size()))  // a finished prompt's row (not a mid chunk)
+        s.got[pos].assign(l.begin() + int64_t(i) * V, l.begin() + int64_t(i + 1) * V);
+    }
+  }
+  StepPlan rel;
+  rel.kind = StepPlan::Kind::Release;
+  for (Seq& s : seqs) {
+    rel.seqs.push_back({s.id, 0, 0});
+    const auto want = alone(base, s.id, s.prompt, int(s.generated), V);
+    if (want.size() != s.got.size()) {
+      std::printf("FAIL seq %lld: %zu logit rows, want %zu\n", (long long)s.id, s.got.size(),
+                  want.size());
+      ++check.failures;
+      continue;
+    }
+    for (const auto& [pos, w] : want)
+      check.compare(w, s.got[pos], V,
+                    "chunked: seq " + std::to_string(s.id) + " position " + std::to_string(pos));
+  }
+  exec.run(rel);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Comm& comm = Comm::world();
-  LayoutSpec spec;
-  spec.tp = flag(argc, argv, "--tp", 1);
-  spec.pcp = flag(argc, argv, "--pcp", 1);
-  spec.dcp = flag(argc, argv, "--dcp", 1);
-  spec.interleave = flag(argc, argv, "--interleave", 1);
-  spec.page_size = flag(argc, argv, "--block-size", 16);
+  const LayoutSpec spec = testing::layout_from_flags(argc, argv);
   int32_t failures = 0;
   try {
-    const std::string dir = testing::test_model("tiny", 2, DType::F32, 5);
-    ModelConfig cfg = load_model_config(dir);
-    ParallelLayout layout(spec, cfg.num_q_heads, cfg.num_kv_heads, comm.rank());
-    comm.set_layout(layout);
+    const testing::MpiModel m = testing::mpi_tiny_model(spec, comm);
+    const std::string& dir = m.dir;
+    const ModelConfig& cfg = m.config;
+    const ParallelLayout& layout = m.layout;
     RunnerOptions ro;
     ro.page_size = spec.page_size;
     ro.max_cache_tokens = 4096;
@@ -128,10 +212,13 @@ int main(int argc, char** argv) {
       rel.kind = StepPlan::Kind::Release;
       for (int64_t s = 0; s < 5; ++s) rel.seqs.push_back({s, 0, 0});
       exec.run(rel);
+      base.run(rel);
+      chunked_prefill_beside_decodes(exec, base, V, check);
       exec.shutdown();
-      std::printf("%s cp_batch_test tp %d pcp %d dcp %d interleave %d: worst |dlogit| %.3g\n",
+      std::printf("%s cp_batch_test tp %d pcp %d dcp %d interleave %d: %d steps and sequences "
+                  "compared, worst |dlogit| %.3g\n",
                   check.failures ? "FAIL" : "ok  ", spec.tp, spec.pcp, spec.dcp, spec.interleave,
-                  check.worst);
+                  check.compared, check.worst);
       failures = check.failures;
     }
     // Workers check their own pools too: every page back after the release.

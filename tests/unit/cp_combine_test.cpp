@@ -1,4 +1,4 @@
-// The §6 LSE combine as the CP decode path uses it (lse_combine_weights): one decode query's
+// The §6 LSE combine as the CP attention uses it (merge_weights): one decode query's
 // KV split over W ranks by interleaved ownership (§5), partial attention per shard, then the
 // combine; equal to attention over the whole context. W up to 8, with empty shards.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <random>
 
 #include "attention/kv_cache.h"
-#include "cp/cp_attention.h"
-#include "cp/kv_ownership.h"
+#include "cp/cp_layout.h"
+#include "kernels/merge_state.h"
 #include "kernels/attention.h"
 
 namespace cpinfer {
@@ -56,7 +56,9 @@ TEST(CpCombine, ShardedDecodeEqualsWholeForWUpTo8WithEmptyShards) {
         std::vector<float> want_o, want_lse;
         attend(q, k, v, all, hq, D, &want_o, &want_lse, pool);
         // Partial states per rank over the tokens it owns.
-        KvOwnership own{W, I};
+        CpLayout own;
+        own.pcp = W;
+        own.interleave = I;
         std::vector<std::vector<float>> o(static_cast<size_t>(W)), lse(static_cast<size_t>(W));
         for (int64_t R = 0; R < W; ++R) {
           std::vector<int64_t> mine;
@@ -68,11 +70,11 @@ TEST(CpCombine, ShardedDecodeEqualsWholeForWUpTo8WithEmptyShards) {
             for (float s : lse[size_t(R)]) ASSERT_TRUE(std::isinf(s) && s < 0);
           }
         }
-        // Combine per head exactly as CpAttention does.
+        // Combine per head exactly as StepAttention does.
         std::vector<float> s(static_cast<size_t>(W)), w(static_cast<size_t>(W));
         for (int64_t h = 0; h < hq; ++h) {
           for (int64_t R = 0; R < W; ++R) s[size_t(R)] = lse[size_t(R)][size_t(h)];
-          float s_star = lse_combine_weights(s.data(), W, 1, w.data());
+          float s_star = merge_weights(W, s.data(), 1, w.data());
           EXPECT_NEAR(s_star, want_lse[size_t(h)], 1e-5) << "W " << W << " I " << I << " L " << L;
           for (int64_t d = 0; d < D; ++d) {
             double acc = 0;
@@ -86,12 +88,12 @@ TEST(CpCombine, ShardedDecodeEqualsWholeForWUpTo8WithEmptyShards) {
 
 TEST(CpCombine, AllEmptyIsEmptyNeverNaN) {
   std::vector<float> s(4, -INFINITY), w(4, 9.f);
-  float s_star = lse_combine_weights(s.data(), 4, 1, w.data());
+  float s_star = merge_weights(4, s.data(), 1, w.data());
   EXPECT_TRUE(std::isinf(s_star) && s_star < 0);
   for (float x : w) EXPECT_EQ(x, 0.f);
   // One non-empty state among empties takes all the weight.
   s[2] = 1.5f;
-  s_star = lse_combine_weights(s.data(), 4, 1, w.data());
+  s_star = merge_weights(4, s.data(), 1, w.data());
   EXPECT_FLOAT_EQ(s_star, 1.5f);
   EXPECT_FLOAT_EQ(w[2], 1.f);
   EXPECT_EQ(w[0] + w[1] + w[3], 0.f);
@@ -100,7 +102,7 @@ TEST(CpCombine, AllEmptyIsEmptyNeverNaN) {
 TEST(CpCombine, Base2NotNaturalLog) {
   // Two equal shards: s* = s + 1 in base 2 (it would be s + ln 2 in natural units).
   std::vector<float> s{0.25f, 0.25f}, w(2);
-  EXPECT_NEAR(lse_combine_weights(s.data(), 2, 1, w.data()), 1.25f, 1e-6);
+  EXPECT_NEAR(merge_weights(2, s.data(), 1, w.data()), 1.25f, 1e-6);
   EXPECT_NEAR(w[0], 0.5f, 1e-6);
 }
 

@@ -3,7 +3,7 @@
 
 #include <map>
 
-#include "cp/kv_ownership.h"
+#include "cp/cp_layout.h"
 #include "cp/pcp_partition.h"
 
 namespace cpinfer {
@@ -92,8 +92,10 @@ TEST(PcpPartition, GeneratedBatchesRestoreToPaddedGlobalOrder) {
   }
 }
 
-TEST(KvOwnership, SpecExample) {
-  KvOwnership o{4, 8};
+TEST(CpLayout, SpecExample) {
+  CpLayout o;
+  o.pcp = 4;
+  o.interleave = 8;
   EXPECT_EQ(o.owner(0), 0);
   EXPECT_EQ(o.owner(7), 0);
   EXPECT_EQ(o.owner(8), 1);
@@ -106,11 +108,13 @@ TEST(KvOwnership, SpecExample) {
 
 // Brute force: walk every position, count per owner, and check local indices are dense
 // and in position order; also the per-rank capacity bound ceil(L / W) + one unit.
-TEST(KvOwnership, BruteForceCrossCheck) {
+TEST(CpLayout, BruteForceCrossCheck) {
   for (int64_t W : {1, 2, 3, 4, 8})
     for (int64_t I : {1, 2, 3, 8, 16})
       for (int64_t L = 0; L <= 200; L += (L < 40 ? 1 : 7)) {
-        KvOwnership o{W, I};
+        CpLayout o;
+        o.pcp = W;
+        o.interleave = I;
         std::vector<int64_t> count(size_t(W), 0);
         for (int64_t p = 0; p < L; ++p) {
           int64_t R = o.owner(p);

@@ -12,7 +12,7 @@
 
 #include "attention/page_pool.h"
 #include "core/error.h"
-#include "engine/batch_builder.h"
+#include "cp/step_planner.h"
 #include "kernels/sampling.h"
 
 namespace cpinfer {
@@ -37,7 +37,7 @@ TEST(PagePool, AllocateReleaseAndRefCounts) {
   EXPECT_THROW(pool.add_ref(0), Error);     // free page
 }
 
-TEST(BatchBuilder, SlotsPositionsAndPageTable) {
+TEST(StepPlanner, OneRankSlotsPositionsAndPageTable) {
   // page_size 4: sequence A has 5 cached tokens in pages {3, 1}, appends 4 more;
   // sequence B is new with 2 tokens.
   PagePool pool(8);
@@ -46,22 +46,26 @@ TEST(BatchBuilder, SlotsPositionsAndPageTable) {
   SequenceState a{{3, 1}, 5}, b;
   std::vector<int32_t> ta{10, 11, 12, 13}, tb{20, 21};
   std::vector<SequenceStep> steps{{&a, ta.data(), 4, false}, {&b, tb.data(), 2, true}};
-  ForwardBatch fb;
-  build_forward_batch(steps, 4, pool, &fb);
+  CpLayout one;
+  one.page_size = 4;
+  StepPlanner planner(one);
+  RankStep fb;
+  planner.plan(steps, pool, &fb);
   EXPECT_EQ(fb.tokens, (std::vector<int32_t>{10, 11, 12, 13, 20, 21}));
   EXPECT_EQ(fb.positions, (std::vector<int32_t>{5, 6, 7, 8, 0, 1}));
   // A: positions 5,6,7 are page 1 offsets 1..3; position 8 opens a new page (7).
   EXPECT_EQ(fb.slots, (std::vector<int64_t>{1 * 4 + 1, 1 * 4 + 2, 1 * 4 + 3, 7 * 4 + 0, 6 * 4, 6 * 4 + 1}));
-  EXPECT_EQ(fb.q_indptr, (std::vector<int64_t>{0, 4, 6}));
-  EXPECT_EQ(fb.kv_lens, (std::vector<int64_t>{9, 2}));
-  EXPECT_EQ(fb.page_indptr, (std::vector<int32_t>{0, 3, 4}));
-  EXPECT_EQ(fb.page_indices, (std::vector<int32_t>{3, 1, 7, 6}));
+  EXPECT_EQ(fb.paged.q_indptr, (std::vector<int64_t>{0, 4, 6}));
+  EXPECT_EQ(fb.paged.kv_lens, (std::vector<int64_t>{9, 2}));
+  EXPECT_EQ(fb.paged.page_indptr, (std::vector<int32_t>{0, 3, 4}));
+  EXPECT_EQ(fb.paged.page_indices, (std::vector<int32_t>{3, 1, 7, 6}));
   EXPECT_EQ(fb.logit_rows, (std::vector<int64_t>{3, 4, 5}));
   commit_step(steps);
   EXPECT_EQ(a.num_cached, 9);
   EXPECT_EQ(b.num_cached, 2);
-  EXPECT_EQ(pages_needed(0, 16), 0);
-  EXPECT_EQ(pages_needed(17, 16), 2);
+  EXPECT_EQ(one.pages_needed(0), 0);
+  one.page_size = 16;
+  EXPECT_EQ(one.pages_needed(17), 2);
 }
 
 TEST(Sampling, GreedyIsArgmaxLowestIndexOnTies) {

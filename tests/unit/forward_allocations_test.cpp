@@ -7,7 +7,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/model_runner.h"
-#include "engine/sequence_state.h"
+#include "attention/sequence_state.h"
 #include "support/counting_new.h"
 #include "support/test_models.h"
 

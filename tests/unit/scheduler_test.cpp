@@ -8,7 +8,7 @@
 
 #include "attention/page_pool.h"
 #include "core/error.h"
-#include "cp/cp_step.h"
+#include "cp/cp_layout.h"
 #include "engine/block_manager.h"
 #include "engine/scheduler.h"
 
@@ -17,7 +17,10 @@ namespace {
 
 TEST(BlockManager, CountsEachRanksShare) {
   // W 2, interleave 1, page size 4: 10 tokens -> 5 per rank -> 2 pages each.
-  BlockManager b(/*pages*/ 3, /*page size*/ 4, /*world*/ 2, /*interleave*/ 1);
+  CpLayout l;
+  l.pcp = 2;
+  l.page_size = 4;
+  BlockManager b(/*pages*/ 3, l);
   EXPECT_EQ(b.pages_for(10, 0), 2);
   EXPECT_EQ(b.pages_for(10, 1), 2);
   EXPECT_EQ(b.pages_for(9, 1), 1);  // rank 1 holds 1,3,5,7: 4 tokens
@@ -37,22 +40,22 @@ TEST(BlockManager, CountsEachRanksShare) {
 }
 
 // The block manager must agree page for page with what every rank's pool actually
-// allocates (cp_pages_needed, used by ModelRunner::step), for many random layouts.
+// allocates (the planner's CpLayout::pages_needed for its own rank), for many random layouts.
 TEST(BlockManager, MatchesRankAllocationsExactly) {
   std::mt19937 rng(3);
   for (int trial = 0; trial < 200; ++trial) {
-    CpRanks base;
+    CpLayout base;
     base.pcp = 1 + int(rng() % 3);
     base.dcp = 1 + int(rng() % 3);
     base.interleave = 1 + int(rng() % 9);
     const int64_t page = 1 + int64_t(rng() % 17);
-    BlockManager b(1000, page, base.world(), base.interleave);
+    base.page_size = page;
+    BlockManager b(1000, base);
     for (int64_t len : {1, 2, 7, 16, 33, 100, 257}) {
       for (int64_t r = 0; r < base.world(); ++r) {
-        CpRanks me = base;
-        me.pcp_rank = r / base.dcp;
-        me.dcp_rank = r % base.dcp;
-        ASSERT_EQ(b.pages_for(len, r), cp_pages_needed(len, me, page))
+        const CpLayout me = base.as_rank(r);
+        ASSERT_EQ(me.rank(), r);
+        ASSERT_EQ(b.pages_for(len, r), me.pages_needed(len))
             << "W " << base.world() << " I " << base.interleave << " page " << page << " len "
             << len << " rank " << r;
       }
@@ -65,7 +68,13 @@ struct Harness {
   Scheduler sched;
   std::vector<std::unique_ptr<SchedSeq>> seqs;
   Harness(int64_t pages, int64_t page_size, SchedulerConfig cfg, int64_t world = 1)
-      : blocks(pages, page_size, world, 1), sched(cfg, blocks) {}
+      : blocks(pages, layout(page_size, world)), sched(cfg, blocks) {}
+  static CpLayout layout(int64_t page_size, int64_t world) {
+    CpLayout l;
+    l.pcp = world;
+    l.page_size = page_size;
+    return l;
+  }
   SchedSeq* add(int64_t id, int64_t prompt_len) {
     seqs.push_back(std::make_unique<SchedSeq>());
     SchedSeq* s = seqs.back().get();

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Running streams while a long prompt arrives, under context parallelism (not part of the
+# test suite). `cpinfer serve` under pcp 2 (LAYOUT, default "-pcp 2"); 8 streams decode
+# (`bench serve`, 8 prompts of 64 tokens, OUTLEN tokens each, all at once); DELAY seconds
+# later one LONG-token prompt arrives (a second `bench serve`). Three scenarios per repeat:
+#   alone      the 8 streams without the long prompt (the ITL baseline);
+#   unchunked  --no-enable-chunked-prefill: the long prompt in one step (the behaviour
+#              before chunked prefill over a sharded cache existed);
+#   chunked    chunked prefill (the default) with --max-num-batched-tokens BUDGET.
+# Reports the streams' p50/p99 ITL and the long prompt's TTFT; other processes' CPU time
+# during each run (from /proc/stat, all CPUs minus this job) is stored with the result.
+# One JSON line per run to $OUT (default bench/results/cp_long_prompt_itl.jsonl).
+set -euo pipefail
+source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
+cd "$(dirname "$0")/../.."
+CPINFER=${CPINFER:-build/cpinfer}
+OUT=${OUT:-bench/results/cp_long_prompt_itl.jsonl}
+MODEL=${MODEL:-models/tiny-8l}
+LAYOUT=${LAYOUT:-"-pcp 2"}
+LONG=${LONG:-16384}
+OUTLEN=${OUTLEN:-400}
+DELAY=${DELAY:-3}
+BUDGET=${BUDGET:-512}
+REPEATS=${REPEATS:-3}
+SCENARIOS=${SCENARIOS:-"alone unchunked chunked"}
+mkdir -p "$(dirname "$OUT")" models
+[[ -f "$MODEL/config.json" ]] ||
+  "$CPINFER" make-model --preset tiny --num-layers 8 --dtype bf16 --seed 3 --out "$MODEL" 2>/dev/null
+busy_jiffies() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
+tree_jiffies() {  # CPU time of process $1 and its descendants
+  local pids total=0 p
+  pids=$(ps -e -o pid=,ppid= | awk -v root="$1" '
+    { parent[$1] = $2 } END { for (p in parent) { q = p; while (q != "" && q != root && q in parent && q != 1) q = parent[q]; if (q == root) print p } }')
+  for p in $pids; do [[ -r /proc/$p/stat ]] && total=$((total + $(awk '{print $14+$15}' "/proc/$p/stat"))); done
+  echo "$total"
+}
+for rep in $(seq "$REPEATS"); do
+  for scen in $SCENARIOS; do
+    extra=(--max-num-batched-tokens "$BUDGET")
+    [[ $scen == unchunked ]] && extra=(--no-enable-chunked-prefill)
+    log=$(mktemp)
+    # shellcheck disable=SC2086
+    "$CPINFER" serve "$MODEL" --port 0 --served-model-name m --max-model-len $((LONG + 64)) \
+      --kv-cache-space 0.5 $LAYOUT "${extra[@]}" >"$log" 2>&1 &
+    server=$!
+    wait_for_server "$server" "$log" "$scen" 120
+    "$CPINFER" bench serve --url "$URL" --num-prompts 2 --input-len 16 --output-len 4 --json >/dev/null
+    b0=$(busy_jiffies); s0=$(tree_jiffies "$server")
+    streams=$(mktemp); long=$(mktemp)
+    "$CPINFER" bench serve --url "$URL" --num-prompts 8 --input-len 64 --output-len "$OUTLEN" \
+      --seed "$rep" --json >"$streams" &
+    sp=$!
+    if [[ $scen != alone ]]; then
+      sleep "$DELAY"
+      "$CPINFER" bench serve --url "$URL" --num-prompts 1 --input-len "$LONG" --output-len 4 \
+        --seed $((rep + 100)) --timeout 3600 --json >"$long"
+    else
+      echo null >"$long"
+    fi
+    wait "$sp"
+    b1=$(busy_jiffies); s1=$(tree_jiffies "$server")
+    echo "{\"scenario\":\"$scen\",\"layout\":\"$LAYOUT\",\"budget\":$BUDGET,\"long\":$LONG,\"repeat\":$rep,\"cpu\":\"$(lscpu | sed -n 's/^Model name: *//p')\",\"busy_jiffies\":$((b1 - b0)),\"server_jiffies\":$((s1 - s0)),\"streams\":$(cat "$streams"),\"long_prompt\":$(cat "$long")}" | tee -a "$OUT"
+    kill -TERM "$server"; wait "$server" 2>/dev/null || true
+    rm -f "$log" "$streams" "$long"
+  done
+done

@@ -1,0 +1,25 @@
+// The final hidden rows that give logits (docs/context-parallel.md §4 step 7): a local row is
+// read as it is; under PCP a prefill or chunk request's rows are spread over the PCP ranks,
+// so the final hidden state of the gathered rows is all-gathered over PCP and restored to
+// padded global order first. The hidden state of a row is x + h (the residual stream plus
+// the last MLP output, not yet added).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "cp/step_planner.h"
+#include "dist/comm.h"
+
+namespace cpinfer {
+
+class FinalRows {
+ public:
+  // x, h: [T, H] (T = step.num_tokens()). out: [step.logit_rows.size(), H].
+  void select(const RankStep& step, const float* x, const float* h, int64_t H, Comm* comm,
+              float* out);
+
+ private:
+  std::vector<float> send_, gathered_;
+};
+
+}  // namespace cpinfer

@@ -1,0 +1,60 @@
+// The attention of one layer for a planned RankStep, on any layout (docs/context-parallel.md
+// §4-§8). The decoder calls run() once per layer; plan() once per step sizes every
+// workspace and plans every attention call, so run() allocates nothing and builds no index.
+//
+// W == 1: write the new rows' K/V to the cache, then paged causal attention over it.
+// W > 1, in this order:
+//   1. new K/V: PCP all-gather + restore (pcp > 1) or a copy of the local rows, written to
+//      the cache by its owners; causal attention over it (head/tail chunks under PCP).
+//   2. decode tokens: the owner writes the token's K/V.
+//   3. shard attention: decode queries and chunk queries (PCP-gathered) against this rank's
+//      shard of the context: DCP Q all-gather, partial attention, DCP combine
+//      (reduce-scatter of the heads), PCP combine (all-reduce); every weight from
+//      merge_weights (kernels/merge_state.h).
+//   4. decode outputs are the combined states; chunk rows merge the combined context state
+//      into their causal state (merge_state).
+#pragma once
+#include <vector>
+
+#include "attention/kv_cache.h"
+#include "core/thread_pool.h"
+#include "cp/step_planner.h"
+#include "dist/comm.h"
+#include "kernels/attention.h"
+
+namespace cpinfer {
+
+class StepAttention {
+ public:
+  // hq, hkv: this rank's (TP-local) q and KV heads; D: head_dim. comm: null for W == 1 and
+  // tp == 1 (a single rank).
+  StepAttention(Comm* comm, const CpLayout& layout, int64_t hq, int64_t hkv, int64_t head_dim,
+                int64_t max_pages);
+
+  // Once per step, before layer 0.
+  void plan(const RankStep& step, const KvCache& cache, ThreadPool& pool);
+
+  // Per layer, after plan(step): q, k, v: [T, heads * D] rows of the local tokens after
+  // RoPE, row stride ld (views into one fused qkv buffer). o: [T, hq * D] (stride hq * D).
+  void run(const RankStep& step, int64_t layer, KvCache& cache, const float* q, const float* k,
+           const float* v, int64_t ld, float sm_scale, float* o, ThreadPool& pool);
+
+ private:
+  void new_tokens(const RankStep& step, int64_t layer, KvCache& cache, const float* q,
+                  const float* k, const float* v, int64_t ld, float sm_scale, float* o,
+                  ThreadPool& pool);
+  void shard(const RankStep& step, int64_t layer, KvCache& cache, const float* q, int64_t ld,
+             float sm_scale, float* o, ThreadPool& pool);
+
+  Comm* comm_;
+  CpLayout layout_;
+  int64_t hq_, hkv_, D_;
+  const RankStep* planned_ = nullptr;
+  AttentionPlan paged_plan_, causal_plan_, shard_plan_;
+  AttentionWorkspace paged_ws_, causal_ws_, shard_ws_;
+  // Workspaces (grow to the largest step; reused by every layer).
+  std::vector<float> lse_, send_, gathered_, kbuf_, vbuf_, qs_, qg_, od_, lsed_, lse_all_,
+      scaled_, mine_, s_star_, s_all_, weights_;
+};
+
+}  // namespace cpinfer

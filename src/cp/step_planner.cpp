@@ -1,0 +1,168 @@
+#include "cp/step_planner.h"
+
+#include "core/error.h"
+
+namespace cpinfer {
+
+void AttentionWork::clear() {
+  q_indptr.assign(1, 0);
+  kv_lens.clear();
+  page_indptr.assign(1, 0);
+  page_indices.clear();
+}
+
+void AttentionWork::add(int64_t q_len, int64_t kv_len, const int32_t* pages, int64_t num_pages) {
+  q_indptr.push_back(q_indptr.back() + q_len);
+  kv_lens.push_back(kv_len);
+  page_indices.insert(page_indices.end(), pages, pages + num_pages);
+  page_indptr.push_back(int32_t(page_indices.size()));
+}
+
+void commit_step(const std::vector<SequenceStep>& steps) {
+  for (const SequenceStep& s : steps) s.seq->num_cached += s.num_tokens;
+}
+
+int64_t StepPlanner::slot_of(const SequenceState& seq, int64_t p) const {
+  // W 4, I 8, page size 16: p 35 is owned by R0 (35 / 8 % 4 == 0), local index 11 -> page
+  // seq.pages[0], offset 11.
+  if (layout_.owner(p) != layout_.rank()) return -1;
+  const int64_t li = layout_.local_index(p), B = layout_.page_size;
+  return int64_t(seq.pages[size_t(li / B)]) * B + li % B;
+}
+
+void StepPlanner::plan(const std::vector<SequenceStep>& steps, PagePool& pool, RankStep* out) {
+  RankStep& s = *out;
+  s.layout = layout_;
+  for (auto* v : {&s.slots, &s.gather_rows, &s.restore, &s.new_kv_slots, &s.decode_rows,
+                  &s.decode_slots, &s.chunk_rows, &s.logit_rows})
+    v->clear();
+  s.tokens.clear();
+  s.positions.clear();
+  s.logit_from_gathered.clear();
+  s.new_kv_rows = 0;
+  for (AttentionWork* w : {&s.paged, &s.causal, &s.shard}) w->clear();
+  for (const SequenceStep& st : steps) {
+    CPI_CHECK(st.num_tokens >= 1, "a sequence step must add at least one token");
+    SequenceState& seq = *st.seq;
+    const int64_t need = layout_.pages_needed(seq.num_cached + st.num_tokens) -
+                         int64_t(seq.pages.size());
+    if (need > 0) pool.allocate_into(int32_t(need), &seq.pages);
+  }
+  if (layout_.world() == 1) plan_single(steps, s);
+  else plan_parallel(steps, s);
+}
+
+void StepPlanner::plan_single(const std::vector<SequenceStep>& steps, RankStep& s) {
+  // Example, page size 4, 5 cached tokens in pages {3, 9}, 4 new: positions 5..8, slots
+  // 9*4+1, 9*4+2, 9*4+3, p*4+0 with p the new page; one pseudo-sequence of 4 rows over 9.
+  const int64_t B = layout_.page_size;
+  for (const SequenceStep& st : steps) {
+    const SequenceState& seq = *st.seq;
+    const int64_t C = seq.num_cached, n = st.num_tokens, row0 = s.num_tokens();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t p = C + i;
+      s.tokens.push_back(st.tokens[i]);
+      s.positions.push_back(int32_t(p));
+      s.slots.push_back(int64_t(seq.pages[size_t(p / B)]) * B + p % B);
+    }
+    for (int64_t i = st.all_logits ? 0 : n - 1; i < n; ++i) {
+      s.logit_rows.push_back(row0 + i);
+      s.logit_from_gathered.push_back(0);
+    }
+    s.paged.add(n, C + n, seq.pages.data(), layout_.pages_needed(C + n));
+  }
+}
+
+void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep& s) {
+  const int64_t P = layout_.pcp;
+  reqs_.clear();
+  for (const SequenceStep& st : steps)
+    reqs_.push_back({st.num_tokens, st.seq->num_cached > 0 && st.num_tokens == 1});
+  if (P > 1) partition_pcp(reqs_, P, layout_.pcp_rank, &part_);
+
+  // Pass 1: local rows (tokens, positions), the PCP gather rows, decode and chunk rows.
+  local_offset_.resize(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const SequenceStep& st = steps[i];
+    const int64_t C = st.seq->num_cached;
+    const bool decode = reqs_[i].is_decode, chunk = C > 0 && !decode;
+    local_offset_[i] = s.num_tokens();
+    if (P > 1 && !decode) {
+      for (int64_t k = 0; k < part_.local_count[i]; ++k) {
+        const size_t t = size_t(part_.local_offset[i] + k);
+        const int64_t src = part_.local_src[t];
+        if (chunk) s.chunk_rows.push_back(s.num_tokens());
+        s.gather_rows.push_back(s.num_tokens());
+        s.tokens.push_back(st.tokens[src >= 0 ? src : 0]);
+        s.positions.push_back(int32_t(src >= 0 ? C + part_.local_pos[t] : 0));
+      }
+      continue;
+    }
+    for (int64_t k = 0; k < st.num_tokens; ++k) {
+      if (decode) s.decode_rows.push_back(s.num_tokens());
+      if (chunk) s.chunk_rows.push_back(s.num_tokens());
+      s.tokens.push_back(st.tokens[k]);
+      s.positions.push_back(int32_t(C + k));
+    }
+  }
+  if (P > 1) s.restore = part_.restore;
+  s.new_kv_rows = P > 1 ? part_.gathered_tokens : s.num_tokens();
+  s.new_kv_slots.assign(size_t(s.new_kv_rows), -1);
+
+  // Pass 2: causal work over the new K/V buffer, cache writes, logit rows, decode shards.
+  // The buffer's "page table" lists buffer rows (page size 1), so a head chunk and a tail
+  // chunk can both point at their request's first rows.
+  auto add_causal = [&](int64_t q_len, int64_t kv_begin, int64_t kv_len) {
+    s.causal.q_indptr.push_back(s.causal.q_indptr.back() + q_len);
+    s.causal.kv_lens.push_back(kv_len);
+    for (int64_t j = 0; j < kv_len; ++j) s.causal.page_indices.push_back(int32_t(kv_begin + j));
+    s.causal.page_indptr.push_back(int32_t(s.causal.page_indices.size()));
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const SequenceStep& st = steps[i];
+    const SequenceState& seq = *st.seq;
+    const int64_t C = seq.num_cached, n = st.num_tokens, off = local_offset_[i];
+    if (reqs_[i].is_decode) {
+      add_causal(1, 0, 0);  // keeps causal query rows aligned with local rows
+      s.decode_slots.push_back(slot_of(seq, C));
+      s.shard.add(1, layout_.local_len(C + 1), seq.pages.data(), layout_.pages_needed(C + 1));
+      s.logit_rows.push_back(off);
+      s.logit_from_gathered.push_back(0);
+      continue;
+    }
+    if (P > 1) {
+      // Head chunk r sees the first (r + 1) c new tokens, tail chunk 2P-1-r the first
+      // (2P - r) c (bottom-right causal inside each).
+      const int64_t c = part_.chunk[i], r = layout_.pcp_rank, start = part_.padded_start[i];
+      add_causal(c, start, (r + 1) * c);
+      add_causal(c, start, (2 * P - r) * c);
+      for (int64_t p = 0; p < n; ++p) s.new_kv_slots[size_t(start + p)] = slot_of(seq, C + p);
+      for (int64_t p = st.all_logits ? 0 : n - 1; p < n; ++p) {
+        s.logit_rows.push_back(start + p);
+        s.logit_from_gathered.push_back(1);
+      }
+    } else {
+      add_causal(n, off, n);
+      for (int64_t p = 0; p < n; ++p) s.new_kv_slots[size_t(off + p)] = slot_of(seq, C + p);
+      for (int64_t p = st.all_logits ? 0 : n - 1; p < n; ++p) {
+        s.logit_rows.push_back(off + p);
+        s.logit_from_gathered.push_back(0);
+      }
+    }
+  }
+  // Chunk queries against the cached context [0, C): block p holds PCP rank p's chunk rows,
+  // which for each chunk request are as many as this rank's (2c under PCP, n without).
+  for (int64_t p = 0; p < P; ++p)
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const SequenceStep& st = steps[i];
+      const int64_t C = st.seq->num_cached;
+      if (C == 0 || reqs_[i].is_decode) continue;
+      const int64_t q_len = P > 1 ? part_.local_count[i] : st.num_tokens;
+      s.shard.add(q_len, layout_.local_len(C), st.seq->pages.data(), layout_.pages_needed(C));
+    }
+  CPI_ASSERT(s.causal.q_indptr.back() == s.num_tokens());
+  CPI_ASSERT(s.num_shard_queries() ==
+             int64_t(s.decode_rows.size()) + P * int64_t(s.chunk_rows.size()));
+}
+
+}  // namespace cpinfer

