@@ -12,7 +12,8 @@ namespace cpinfer {
 
 namespace {
 
-// mean/median/p90/p99 of `values_s`, in milliseconds, as `<stat>_<name>_ms`.
+// mean/median/p90/p99/max of `values_s`, in milliseconds, as `<stat>_<name>_ms` (max: the
+// one stall that a percentile of many samples hides).
 void add_latency_stats(nlohmann::json& j, const std::string& name,
                        const std::vector<double>& values_s) {
   std::vector<double> ms(values_s.size());
@@ -21,6 +22,7 @@ void add_latency_stats(nlohmann::json& j, const std::string& name,
   j["median_" + name + "_ms"] = median(ms);
   j["p90_" + name + "_ms"] = percentile(ms, 90);
   j["p99_" + name + "_ms"] = percentile(ms, 99);
+  j["max_" + name + "_ms"] = ms.empty() ? 0.0 : *std::max_element(ms.begin(), ms.end());
 }
 
 constexpr size_t kMaxErrors = 5;

@@ -22,6 +22,7 @@ Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights, KvCache
       attention_(comm, cp, weights.shard.num_q_heads, weights.shard.num_kv_heads,
                  config.head_dim, cache.shape().num_pages),
       tp_size_(comm ? comm->size(Group::Tp) : 1),
+      pcp_size_(int(cp.pcp)),
       inv_freq_(rope_inv_freq(config)) {}
 
 void Decoder::reserve(int64_t T) {
@@ -133,37 +134,51 @@ void Decoder::lm_head(int64_t R, float* logits) {
   const int64_t H = c.hidden_size;
   rms_norm(last_.data(), w_.final_norm.data(), DType::F32, R, H, c.rms_norm_eps, last_.data(),
            pool_);
-  if (tp_size_ == 1) {
+  const int P = pcp_size_, ranks = tp_size_ * P;
+  if (ranks == 1) {
     linear(last_.data(), R, H, w_.lm_head, nullptr, logits, c.vocab_size, pool_);
     return;
   }
-  // Vocab-parallel LM head: each rank computes its rows of the vocabulary, then the
-  // pieces are gathered rank-major and interleaved back to [R, V]. Example, V 10 at tp 2,
+  // Vocab-parallel LM head over every rank of the world: every rank holds the same rows
+  // (TP ranks share them; PCP ranks hold replicated decode rows and the gathered prefill
+  // rows), so TP rank t computes its shard's vocabulary even_split(V, tp, t) and, under PCP,
+  // only PCP rank p's part of it, even_split(shard, pcp, p). The pieces are gathered in world
+  // rank order (g = p * tp + t) and interleaved back to [R, V]. Example, V 10, tp 2, pcp 1,
   // R 2: rank 0 sends [r0: v0..4 | r1: v0..4], rank 1 [r0: v5..9 | r1: v5..9].
-  const int64_t Vs = sh.vocab_size;
-  local_logits_.resize(size_t(R * Vs));
-  linear(last_.data(), R, H, w_.lm_head, nullptr, local_logits_.data(), Vs, pool_);
+  const int my_t = comm_->rank(Group::Tp), my_p = P > 1 ? comm_->rank(Group::Pcp) : 0;
   std::vector<int>& counts = lm_counts_;
   std::vector<int>& displs = lm_displs_;
   std::vector<int64_t>& vbegin = lm_vbegin_;
-  counts.resize(size_t(tp_size_));
-  displs.resize(size_t(tp_size_));
-  vbegin.resize(size_t(tp_size_));
-  for (int r = 0, off = 0; r < tp_size_; ++r) {
-    auto [begin, vs] = even_split(c.vocab_size, tp_size_, r);
-    vbegin[size_t(r)] = begin;
-    counts[size_t(r)] = int(R * vs);
-    displs[size_t(r)] = off;
-    off += int(R * vs);
-  }
+  counts.resize(size_t(ranks));
+  displs.resize(size_t(ranks));
+  vbegin.resize(size_t(ranks));
+  int64_t my_begin = 0, my_n = 0;  // inside this TP rank's shard
+  for (int p = 0, off = 0; p < P; ++p)
+    for (int t = 0; t < tp_size_; ++t) {
+      const auto [shard_begin, shard_n] = even_split(c.vocab_size, tp_size_, t);
+      const auto [part_begin, part_n] = even_split(shard_n, P, p);
+      const size_t g = size_t(p * tp_size_ + t);
+      vbegin[g] = shard_begin + part_begin;
+      counts[g] = int(R * part_n);
+      displs[g] = off;
+      off += int(R * part_n);
+      if (t == my_t && p == my_p) my_begin = part_begin, my_n = part_n;
+    }
+  CPI_ASSERT(my_begin + my_n <= sh.vocab_size);
+  WeightView part = w_.lm_head;  // rows [my_begin, my_begin + my_n) of the shard
+  part.data = static_cast<const uint8_t*>(part.data) +
+              size_t(my_begin * part.ld) * dtype_size(part.dtype);
+  part.rows = my_n;
+  local_logits_.resize(size_t(R * my_n));
+  if (my_n > 0) linear(last_.data(), R, H, part, nullptr, local_logits_.data(), my_n, pool_);
   gathered_.resize(size_t(R * c.vocab_size));
-  comm_->all_gather_v(local_logits_.data(), size_t(R * Vs), gathered_.data(), counts, displs,
-                      DType::F32, Group::Tp);
-  for (int r = 0; r < tp_size_; ++r) {
-    const int64_t vs = counts[size_t(r)] / R;
+  comm_->all_gather_v(local_logits_.data(), size_t(R * my_n), gathered_.data(), counts, displs,
+                      DType::F32, P > 1 ? Group::World : Group::Tp);
+  for (size_t g = 0; g < size_t(ranks); ++g) {
+    const int64_t vs = counts[g] / R;
     for (int64_t row = 0; row < R; ++row)
-      std::copy_n(gathered_.data() + displs[size_t(r)] + row * vs, vs,
-                  logits + row * c.vocab_size + vbegin[size_t(r)]);
+      std::copy_n(gathered_.data() + displs[g] + row * vs, vs,
+                  logits + row * c.vocab_size + vbegin[g]);
   }
 }
 

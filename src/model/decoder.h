@@ -45,6 +45,7 @@ class Decoder {
   StepAttention attention_;
   FinalRows final_rows_;
   int tp_size_ = 1;
+  int pcp_size_ = 1;  // the LM head is split over tp x pcp ranks
   std::vector<double> inv_freq_;
   // Workspaces, grown to the largest step seen; the per-layer loop allocates nothing.
   std::vector<float> x_, h_, qkv_, attn_, gu_, act_, rope_cos_, rope_sin_, last_,

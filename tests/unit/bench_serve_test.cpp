@@ -3,6 +3,8 @@
 // answers 400, drops the connection mid-stream, or only sends keep-alives.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -457,6 +459,8 @@ TEST(BenchServe, StreamsAndMeasuresEveryRequest) {
   EXPECT_NEAR(j["p90_tpot_ms"].get<double>(), percentile(tpot, 90), 1e-9);
   EXPECT_NEAR(j["median_itl_ms"].get<double>(), median(itl), 1e-9);
   EXPECT_NEAR(j["p99_itl_ms"].get<double>(), percentile(itl, 99), 1e-9);
+  EXPECT_NEAR(j["max_itl_ms"].get<double>(), *std::max_element(itl.begin(), itl.end()), 1e-9);
+  EXPECT_NEAR(j["max_ttft_ms"].get<double>(), 1e3 * std::max_element(r.requests.begin(), r.requests.end(), [](const RequestResult& a, const RequestResult& b) { return a.ttft_s < b.ttft_s; })->ttft_s, 1e-9);
 
   const std::string table = bench_serve_table(j);
   EXPECT_NE(table.find("Serving Benchmark Result"), std::string::npos);
