@@ -121,7 +121,6 @@ int run_serve(ServeArgs a) {
   const ModelConfig& config = rm.config;
   const ParallelLayout& layout = rm.layout;
   ThreadPool& pool = global_pool();
-  const int64_t world_cp = int64_t(a.layout.pcp) * a.layout.dcp;
 
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
@@ -152,9 +151,10 @@ int run_serve(ServeArgs a) {
   eo.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
   if (!eo.scheduler.chunked_prefill && !a.batched_tokens_given) {
     // Every prompt must fit in one step: the budget grows to the max model length.
-    const int64_t len = a.max_model_len > 0 ? a.max_model_len
-                                            : std::min<int64_t>(config.max_position_embeddings,
-                                                                ro.num_pages * ro.page_size * world_cp);
+    const int64_t capacity = ro.num_pages * ro.page_size * runner.cp_layout().world();
+    const int64_t len = a.max_model_len > 0
+                            ? a.max_model_len
+                            : std::min<int64_t>(config.max_position_embeddings, capacity);
     eo.scheduler.max_num_batched_tokens = std::max(eo.scheduler.max_num_batched_tokens, len);
   }
   Engine engine(exec, tok, eo, pool);
@@ -213,10 +213,9 @@ void register_serve(CLI::App& app, CommandAction* action) {
                   ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 24));
   cmd->add_option("--max-num-seqs", a->max_num_seqs, "Requests running at once")
       ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 16));
-  cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill",
-                           a->chunked_prefill,
-                           "Split long prompts over steps, sharing --max-num-batched-tokens with the "
-                           "running decodes (default on, under every layout)");
+  cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", a->chunked_prefill,
+                "Split long prompts over steps, sharing --max-num-batched-tokens with the "
+                "running decodes (default on, under every layout)");
   cmd->add_option("--kv-cache-space", a->kv_cache_space_gib,
                   "GiB of KV cache per rank (like VLLM_CPU_KVCACHE_SPACE)")
       ->capture_default_str()->check(CLI::Range(1e-6, 1e6));

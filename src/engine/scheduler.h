@@ -20,7 +20,7 @@ namespace cpinfer {
 struct SchedulerConfig {
   int64_t max_num_seqs = 256;            // --max-num-seqs
   int64_t max_num_batched_tokens = 2048; // --max-num-batched-tokens
-  bool chunked_prefill = true;           // a prompt may span steps (needs pcp * dcp == 1)
+  bool chunked_prefill = true;           // a prompt may span steps (under every layout)
 };
 
 // The scheduler's view of one request.

@@ -5,9 +5,11 @@
 # within 1e-3 (f32 cache). Layouts (tp, pcp, dcp, interleave) and sizes:
 #   layouts 1,2,1,8  2,2,1,1  4,2,2,8  4,1,2,16  1,3,1,4  2,4,1,16
 #   chunks  1 7 64 256 1000;  prompts 1, 2P+1, 777, 3000 tokens.
-# The suite runs a covering subset (every layout with every chunk size, the prompt length
-# rotating so that each layout meets every length; chunk 1 only on prompts up to 777, as a
-# 3000-token prompt in 1-token chunks is 3000 steps); CP_CHUNK_FULL=1 runs the whole product.
+# The suite runs 18 of those runs, each a prompt that is really cut into chunks: for every
+# layout a prompt of 2P+1 tokens in 1-token chunks, 777 tokens in chunks of 7 or 64, and 3000
+# tokens in chunks of 256 or 1000 (alternating over the layouts). Prompts of one token, and
+# every layout without chunking, are cp_equivalence_test's. CP_CHUNK_FULL=1 runs the whole
+# product above (120 runs).
 # A bf16 KV cache is checked too, against one rank with a bf16 cache: greedy tokens identical
 # and logits within the bf16 bound B = max |logits(one rank, bf16 cache) - logits(one rank,
 # f32 cache)| for the same prompt, over the steps before their greedy tokens part (measured
@@ -68,17 +70,15 @@ check() {  # check LEN KV_DTYPE tp pcp dcp il chunk
 }
 for li in "${!LAYOUTS[@]}"; do
   IFS=, read -r tp pcp dcp il <<<"${LAYOUTS[$li]}"
-  lens=(1 $((2 * pcp + 1)) 777 3000)
-  for ci in "${!CHUNKS[@]}"; do
-    chunk=${CHUNKS[$ci]}
-    if [[ "${CP_CHUNK_FULL:-0}" == 1 ]]; then
-      for n in "${lens[@]}"; do check "$n" f32 "$tp" "$pcp" "$dcp" "$il" "$chunk"; done
-    else
-      n=${lens[$(((li + ci) % 4))]}
-      [[ $chunk == 1 && $n -gt 777 ]] && n=777
-      check "$n" f32 "$tp" "$pcp" "$dcp" "$il" "$chunk"
-    fi
-  done
+  if [[ "${CP_CHUNK_FULL:-0}" == 1 ]]; then
+    for chunk in "${CHUNKS[@]}"; do
+      for n in 1 $((2 * pcp + 1)) 777 3000; do check "$n" f32 "$tp" "$pcp" "$dcp" "$il" "$chunk"; done
+    done
+  else
+    check $((2 * pcp + 1)) f32 "$tp" "$pcp" "$dcp" "$il" 1
+    check 777 f32 "$tp" "$pcp" "$dcp" "$il" $((li % 2 ? 64 : 7))
+    check 3000 f32 "$tp" "$pcp" "$dcp" "$il" $((li % 2 ? 1000 : 256))
+  fi
 done
 # bf16 KV cache: two layouts, chunks that cut the prompt several times, two prompts.
 check 777 bf16 2 2 1 1 64
