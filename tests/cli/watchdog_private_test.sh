@@ -34,16 +34,33 @@ grep -q -- "--watchdog-address 203.0.113.77: no interface of this host" "$TMP/ba
   { cat "$TMP/bad.log" >&2; fail "no error naming --watchdog-address"; }
 echo "ok   a foreign --watchdog-address is refused: $(grep -m1 -o -- '--watchdog-address 203[^;]*' "$TMP/bad.log")"
 
-# 2. A serving job: where the watchdog listens.
+# 1b. --watchdog-port: a port that is taken is an error naming the flag (an explicit port is a
+#     firewall rule's port: no silent fallback); a free one is used as given.
+node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port); setTimeout(()=>{},60000)})' >"$TMP/busy_port" &
+BUSY_PID=$!
+for _ in $(seq 50); do [[ -s "$TMP/busy_port" ]] && break; sleep 0.1; done
+BUSY=$(cat "$TMP/busy_port")
+rc=0
+timeout 120 "${MPIEXEC[@]}" "$CPINFER" serve --model "$MODEL" --port 0 -pcp 2 \
+  --watchdog-port "$BUSY" >"$TMP/busy.log" 2>&1 || rc=$?
+kill "$BUSY_PID" 2>/dev/null || true
+((rc != 0)) || fail "serve started with --watchdog-port $BUSY, a port in use"
+grep -q "cannot listen on 127.0.0.1:$BUSY.*choose another --watchdog-port" "$TMP/busy.log" ||
+  { cat "$TMP/busy.log" >&2; fail "no error naming the busy --watchdog-port"; }
+echo "ok   a --watchdog-port in use is refused"
+
+# 2. A serving job on a given watchdog port: where the watchdog listens.
+FREE=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port); s.close()})')
 LOG="$TMP/serve.log"
 "${MPIEXEC[@]}" "$CPINFER" serve --model "$MODEL" --port 0 --served-model-name tiny \
-  --max-model-len 2048 --kv-cache-space 0.05 -pcp 2 >"$LOG" 2>&1 &
+  --max-model-len 2048 --kv-cache-space 0.05 -pcp 2 --watchdog-port "$FREE" >"$LOG" 2>&1 &
 JOB_PID=$!
 wait_for_server "$JOB_PID" "$LOG" watchdog
 WD=$(grep -o "rank watchdog: port [0-9.]*:[0-9]*" "$LOG" | grep -o "[0-9.]*:[0-9]*$" || true)
 [[ -n "$WD" ]] || fail "no 'rank watchdog: port' line"
 WD_HOST=${WD%:*} WD_PORT=${WD#*:}
 [[ "$WD_HOST" == 127.0.0.1 ]] || fail "one host, yet the watchdog listens on $WD_HOST, not 127.0.0.1"
+[[ "$WD_PORT" == "$FREE" ]] || fail "--watchdog-port $FREE given, the watchdog took $WD_PORT"
 echo "ok   the watchdog listened on $WD (loopback: every rank is on this host)"
 
 complete() {  # one greedy completion; prints the text
