@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fast unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (issue 8): builds
+# The fast unit tests under AddressSanitizer + UndefinedBehaviorSanitizer: builds
 # only the unit-test executables in build-asan (-DCPINFER_SANITIZER=address) and runs them
 # with ctest. Any report fails: ASan and LSan exit non-zero, UBSan aborts (no recovery),
 # and the test log is searched for reports as well. scripts/test.sh runs this after the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Context-parallel benchmarks of issue 5 (not part of the test suite):
+# Context-parallel benchmarks (not part of the test suite):
 #  1. PCP strong scaling: a 16k-token prompt on the qwen2.5-0.5b shape with 8 layers, pcp 1 vs
 #     pcp 2 (and pcp 4, oversubscribed, at 4k), 1 thread per rank: time to first token.
 #  2. kv_bytes_per_rank at W = 1, 2, 4, 8 against the single-rank figure / W.

@@ -1,4 +1,4 @@
-// Load test of a running `cpinfer serve` (issue 8): N concurrent streamed clients for a fixed
+// Load test of a running `cpinfer serve`: N concurrent streamed clients for a fixed
 // time with mixed prompt lengths and max_tokens, random disconnects mid-stream and some
 // requests that must be rejected; then every request is accounted for against the server's
 // /metrics, the KV pages must all be back on every rank and the server's RSS must be flat.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load test of `cpinfer serve` (issue 8): builds nothing. Starts a server on MODEL, drives it
+# Load test of `cpinfer serve`: builds nothing. Starts a server on MODEL, drives it
 # with CLIENTS concurrent streamed clients for DURATION seconds (bench/scripts/load_test.mjs:
 # mixed prompt lengths and max_tokens, ~10% disconnects mid-stream, some requests that must
 # be rejected) plus a fixed set of greedy requests; then a second server with a small KV pool

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Online serving benchmark of issue 6 (not part of the test suite): `cpinfer serve` on the
+# Online serving benchmark (not part of the test suite): `cpinfer serve` on the
 # qwen2.5-0.5b shape (full depth, bf16 weights, f32 KV) driven by `cpinfer bench serve`,
 # on one rank and under tp 2 x pcp 2, with all requests at once (rate inf) and with Poisson
 # arrivals. CPU time of other processes during each run is read from /proc/stat (all CPUs

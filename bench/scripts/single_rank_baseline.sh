@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Single-rank baseline of issue 2 on the default model (qwen2.5-0.5b, bf16, full depth):
+# Single-rank baseline on the default model (qwen2.5-0.5b, bf16, full depth):
 # load time, prefill tokens/s at 512 and 2048 prompt tokens, decode tokens/s, peak RSS, on 1
 # and 2 threads; medians of 5 runs. Writes one JSON line per measurement to $OUT (default
 # bench/results/single_rank_baseline.jsonl) and prints them. Not part of the test suite.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Context-parallel equivalence (context-parallel.md §9, issue 5): every layout answers as
+# Context-parallel equivalence (docs/context-parallel.md §9): every layout answers as
 # one rank does: identical greedy tokens for 64 steps and logits within 1e-3, for prompt
 # lengths 1, 2P-1, 2P, 2P+1, 777 and 3000, on `tiny` (16 q / 2 kv heads, 2 layers, f32).
 # Layouts (tp, pcp, dcp, interleave) from the issue, plus tensor parallelism alone and an

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Short variant of bench/scripts/load_test.sh (issue 8) for ctest: 16 streamed clients for
+# Short variant of bench/scripts/load_test.sh for ctest: 16 streamed clients for
 # 20 s on the tiny preset (mixed prompt lengths and max_tokens, ~10% disconnects mid-stream,
 # requests that must be rejected), then a server with a KV pool too small for the load, which
 # must preempt and give the same greedy outputs as the first. Every request must be

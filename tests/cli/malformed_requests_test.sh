@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Malformed requests against a running `cpinfer serve` (issue 8): huge or wrong-typed
+# Malformed requests against a running `cpinfer serve`: huge or wrong-typed
 # fields, deeply nested JSON, invalid UTF-8, oversized stop lists and bodies, wrong
 # methods and content types, path traversal in the model name and the URL, a wrong API
 # key. Every case checks the HTTP status and that the OpenAI-style error message names the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A rank of a multi-rank `cpinfer serve` killed with SIGKILL (issue 8): the whole job must
+# A rank of a multi-rank `cpinfer serve` killed with SIGKILL: the whole job must
 # notice within 10 s, /health must fail (503 while rank 0 still answers), requests in flight
 # must end with an error (a streamed one: an SSE error event; a whole one: an error body)
 # naming the dead rank, new requests get 503, and every process must exit, non-zero, with a

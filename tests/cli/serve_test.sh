@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `cpinfer serve` end to end (issue 6): curl-level checks of every endpoint and bad request,
+# `cpinfer serve` end to end: curl-level checks of every endpoint and bad request,
 # the official `openai` npm client (tests/server/openai_client_test.mjs), client
 # disconnects that must cancel requests and free their pages, on one rank and under
 # tp 2 x pcp 2; greedy answers under the CP layout must equal the single-rank ones, and

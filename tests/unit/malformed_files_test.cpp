@@ -1,4 +1,4 @@
-// Malformed model files (issue 8): every bad safetensors file, config.json and
+// Malformed model files: every bad safetensors file, config.json and
 // tokenizer.json below is made from a small valid model directory and loaded the way
 // `cpinfer generate` / `serve` load a model (load_model_config, load_model_weights,
 // Tokenizer::from_file). Each must give an Error whose message names the problem (checked
