@@ -90,13 +90,16 @@ function pageState(m) {
   const total = metricSum(m, 'cpinfer:kv_pages_total');
   const used = perRank(m, 'cpinfer:kv_pages_used');
   const audited = perRank(m, 'cpinfer:kv_pages_free_audited');
+  const cached = perRank(m, 'cpinfer:kv_pages_cached');  // held only by the prefix cache
   const ranks = Object.keys(used);
   return {
-    total, used, audited_free: audited,
+    total, used, cached, audited_free: audited,
     running: metricSum(m, 'vllm:num_requests_running'),
     waiting: metricSum(m, 'vllm:num_requests_waiting'),
     audit_mismatches: metricSum(m, 'cpinfer:kv_audit_mismatches_total'),
-    all_free: ranks.length > 0 && ranks.every((r) => used[r] === 0 && audited[r] === total),
+    // Every page free or cached, and each rank's own pool (audited) agrees.
+    all_free: ranks.length > 0 &&
+      ranks.every((r) => used[r] === 0 && audited[r] === total - (cached[r] ?? 0)),
   };
 }
 const REASONS = ['stop', 'length', 'abort', 'error'];

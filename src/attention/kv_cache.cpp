@@ -76,4 +76,24 @@ void KvCache::append(int64_t layer, const float* k, const float* v, int64_t ld,
   }
 }
 
+void KvCache::copy_rows(int32_t src, int32_t dst, int64_t rows) {
+  CPI_CHECK(src >= 0 && src < shape_.num_pages && dst >= 0 && dst < shape_.num_pages &&
+                rows >= 0 && rows <= shape_.page_size,
+            "KV page copy {} -> {} of {} rows is outside the cache ({} pages of {})", src, dst,
+            rows, shape_.num_pages, shape_.page_size);
+  if (src == dst || rows == 0) return;
+  // Page p of one layer starts at element p * page_size * row; its first `rows` slots are
+  // contiguous (NHD layout).
+  const int64_t row = shape_.num_kv_heads * shape_.head_dim;
+  const size_t es = dtype_size(shape_.dtype);
+  const size_t bytes = size_t(rows * row) * es;
+  for (int64_t l = 0; l < shape_.num_layers; ++l) {
+    PagedKv kv = layer(l);
+    const size_t s_off = size_t(int64_t(src) * shape_.page_size * row) * es;
+    const size_t d_off = size_t(int64_t(dst) * shape_.page_size * row) * es;
+    std::memcpy((uint8_t*)kv.k + d_off, (const uint8_t*)kv.k + s_off, bytes);
+    std::memcpy((uint8_t*)kv.v + d_off, (const uint8_t*)kv.v + s_off, bytes);
+  }
+}
+
 }  // namespace cpinfer

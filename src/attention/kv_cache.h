@@ -40,6 +40,10 @@ class KvCache {
   // of one layer at slots[n]; slot -1 skips the token.
   void append(int64_t layer, const float* k, const float* v, int64_t ld, const int64_t* slots,
               int64_t n);
+  // Copies the first `rows` token slots of page `src` to page `dst` (K and V, every layer):
+  // a sequence that reuses a cached prefix ending inside a page gets its own copy of that
+  // page's valid rows, and goes on writing the copy (copy on write).
+  void copy_rows(int32_t src, int32_t dst, int64_t rows);
 
  private:
   // Zeroed, 2 MiB aligned bytes (huge pages where the kernel grants them).

@@ -1,5 +1,5 @@
-// A pool of KV-cache pages: a free list plus a reference count per page (shared
-// prefix pages will hold more than one reference).
+// A pool of KV-cache pages: a free list plus a reference count per page (a page shared by
+// sequences with a common prefix, or kept by the prefix cache, holds more than one).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -18,6 +18,9 @@ class PagePool {
   // The same, appending the pages to *pages (a sequence's page list grows without a
   // temporary vector).
   void allocate_into(int32_t n, std::vector<int32_t>* pages);
+  // Takes one particular free page (ref count 1): a worker rank takes the page rank 0's
+  // block manager chose for it. Throws Error if the page is not free.
+  void take(int32_t page);
   void add_ref(int32_t page);
   // Drops one reference; the page returns to the free list at zero.
   void release(int32_t page);
@@ -28,6 +31,7 @@ class PagePool {
   void check_page(int32_t page) const;
   std::vector<int32_t> ref_counts_;
   std::vector<int32_t> free_;  // used as a stack: low page ids are handed out first
+  std::vector<int32_t> free_pos_;  // [num_pages] index of a free page in free_, -1 if used
 };
 
 }  // namespace cpinfer

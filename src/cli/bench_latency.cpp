@@ -123,6 +123,7 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
   }
   t.comm_prefill = comm.stats().seconds;
   for (int64_t i = 1; i < output_len; ++i) {
+    plan.seqs[0].begin += plan.seqs[0].num_tokens;
     plan.seqs[0].num_tokens = 1;
     plan.tokens = {tok};
     comm.reset_stats();
@@ -137,8 +138,8 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
     for (double x : t.itl) prof->decode_s += x;
   }
   StepPlan rel;
-  rel.kind = StepPlan::Kind::Release;
-  rel.seqs = {{0, 0, 0}};
+  rel.kind = StepPlan::Kind::Pages;
+  rel.page_ops.push_back({PageOp::ReleaseSeq, -1, 0, -1, -1, 0, 0});
   exec.run(rel);
   return t;
 }

@@ -41,11 +41,19 @@ struct ServeArgs {
   int64_t max_model_len = 0, max_num_batched_tokens = 2048, max_num_seqs = 256,
           num_kv_blocks = 0;
   double kv_cache_space_gib = 1.0;
-  bool chunked_prefill = true, batched_tokens_given = false;
+  bool chunked_prefill = true, batched_tokens_given = false, prefix_caching = true;
   int threads_per_rank = 0;
   LayoutSpec layout;
   WatchdogOptions watchdog;
 };
+
+// What the prefix cache's block hashes are salted with: everything besides the token ids
+// that changes the KV of a block (the model's config.json, the KV-cache dtype).
+uint64_t prefix_cache_salt(const std::string& model_dir, const std::string& kv_dtype) {
+  std::ifstream f(model_dir + "/config.json", std::ios::binary);
+  std::string config((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return uint64_t(std::hash<std::string>{}(config + '\0' + kv_dtype));
+}
 
 // Pages per rank: --num-kv-blocks, or --kv-cache-space GiB of K and V on each rank.
 int64_t pool_pages(const ServeArgs& a, const ModelConfig& c, const ParallelLayout& layout) {
@@ -149,6 +157,8 @@ int run_serve(ServeArgs a) {
   eo.scheduler.max_num_seqs = a.max_num_seqs;
   eo.scheduler.chunked_prefill = a.chunked_prefill;
   eo.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
+  eo.prefix_cache.enabled = a.prefix_caching;
+  eo.prefix_cache.salt = prefix_cache_salt(a.model, a.kv_dtype);
   if (!eo.scheduler.chunked_prefill && !a.batched_tokens_given) {
     // Every prompt must fit in one step: the budget grows to the max model length.
     const int64_t capacity = ro.num_pages * ro.page_size * runner.cp_layout().world();
@@ -172,12 +182,13 @@ int run_serve(ServeArgs a) {
   server.start();
   CPI_LOG_INFO("serving '{}' ({} layers; {} ranks: tp {} pcp {} dcp {}; {} threads per rank); "
                "max model len {}, KV {} pages of {} tokens per rank, max {} tokens and {} "
-               "sequences per step, chunked prefill {}",
+               "sequences per step, chunked prefill {}, prefix caching {}",
                a.server.served_model_name, config.num_layers, comm.size(), a.layout.tp,
                a.layout.pcp, a.layout.dcp, pool.size(), engine.options().max_model_len,
                ro.num_pages, ro.page_size, engine.options().scheduler.max_num_batched_tokens,
                engine.options().scheduler.max_num_seqs,
-               engine.options().scheduler.chunked_prefill ? "on" : "off");
+               engine.options().scheduler.chunked_prefill ? "on" : "off",
+               engine.options().prefix_cache.enabled ? "on" : "off");
   std::printf("cpinfer serve: listening on http://%s:%d\n", a.server.host.c_str(), port);
   std::fflush(stdout);
   engine.run();
@@ -216,6 +227,9 @@ void register_serve(CLI::App& app, CommandAction* action) {
   cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", a->chunked_prefill,
                 "Split long prompts over steps, sharing --max-num-batched-tokens with the "
                 "running decodes (default on, under every layout)");
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", a->prefix_caching,
+                "Reuse the KV cache of earlier requests' common prompt prefixes, in blocks of "
+                "--block-size tokens, under every layout (default on)");
   cmd->add_option("--kv-cache-space", a->kv_cache_space_gib,
                   "GiB of KV cache per rank (like VLLM_CPU_KVCACHE_SPACE)")
       ->capture_default_str()->check(CLI::Range(1e-6, 1e6));

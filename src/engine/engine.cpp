@@ -35,7 +35,8 @@ Engine::Engine(StepExecutor& exec, const Tokenizer& tok, const EngineOptions& op
       pool_(pool),
       vocab_(exec.runner().config().vocab_size),
       eos_ids_(exec.runner().config().eos_token_ids),
-      blocks_(exec.runner().page_pool().num_pages(), exec.runner().cp_layout()),
+      blocks_(exec.runner().page_pool().num_pages(), exec.runner().cp_layout(),
+              opts.prefix_cache),
       sched_(opts.scheduler, blocks_) {
   CPI_ASSERT(exec.is_driver());
   kv_capacity_tokens_ = capacity_tokens(blocks_);
@@ -57,6 +58,7 @@ Engine::Engine(StepExecutor& exec, const Tokenizer& tok, const EngineOptions& op
             opts_.scheduler.max_num_batched_tokens, opts_.max_model_len);
   metrics_.kv_pages_per_rank = blocks_.pages_per_rank();
   metrics_.kv_used_pages.assign(size_t(blocks_.world()), 0);
+  metrics_.kv_cached_pages.assign(size_t(blocks_.world()), 0);
   metrics_.kv_audited_free_pages.assign(size_t(blocks_.world()), -1);
 }
 
@@ -163,18 +165,18 @@ void Engine::drop_cancelled() {
   if (!gone.empty()) finish(gone, "abort");
 }
 
-void Engine::release_on_ranks(const std::vector<int64_t>& ids) {
-  if (ids.empty()) return;
+void Engine::flush_page_ops() {
+  if (!blocks_.has_ops()) return;
   StepPlan p;
-  p.kind = StepPlan::Kind::Release;
-  for (int64_t id : ids) p.seqs.push_back({id, 0, 0});
+  p.kind = StepPlan::Kind::Pages;
+  p.pages_from_ops = 1;
+  blocks_.take_ops(&p.page_ops);
   exec_.run(p);
 }
 
 void Engine::finish(const std::vector<int64_t>& ids, const std::string& reason,
                     const std::string& error) {
   const double now = now_s();
-  std::vector<int64_t> on_ranks;
   for (int64_t id : ids) {
     auto it = active_.find(id);
     if (it == active_.end()) continue;
@@ -186,17 +188,18 @@ void Engine::finish(const std::vector<int64_t>& ids, const std::string& reason,
     ev.error = error;
     if (reason != "abort" && reason != "error") ev.text = a.text->flush();
     ev.prompt_tokens = int64_t(a.params.prompt.size());
+    ev.cached_tokens = a.seq.num_cached_tokens;
     ev.completion_tokens = a.generated;
     a.channel->push(std::move(ev));
-    if (retire(id, reason, now)) on_ranks.push_back(id);
+    retire(id, reason, now);
   }
-  release_on_ranks(on_ranks);
+  flush_page_ops();
 }
 
-bool Engine::retire(int64_t id, const std::string& reason, double now) {
+void Engine::retire(int64_t id, const std::string& reason, double now) {
   auto it = active_.find(id);
   CPI_ASSERT(it != active_.end());
-  const bool had_pages = sched_.remove(&it->second->seq);
+  sched_.remove(&it->second->seq);
   {
     std::lock_guard<std::mutex> lk(metrics_mu_);
     metrics_.e2e.observe(now - it->second->arrival);
@@ -204,7 +207,6 @@ bool Engine::retire(int64_t id, const std::string& reason, double now) {
   }
   active_.erase(it);
   audit_due_ = true;
-  return had_pages;
 }
 
 std::string Engine::sample_and_emit(Active& a, const float* logits, double now) {
@@ -242,22 +244,30 @@ std::string Engine::sample_and_emit(Active& a, const float* logits, double now) 
     if (reason == "length") ev.text += a.text->flush();
   }
   ev.prompt_tokens = int64_t(p.prompt.size());
+  ev.cached_tokens = a.seq.num_cached_tokens;
   ev.completion_tokens = a.generated;
+  if (p.keep_logits) ev.logits.assign(logits, logits + vocab_);
   a.channel->push(std::move(ev));
   return reason;
 }
 
 void Engine::run_step(const StepSchedule& s) {
   plan_.kind = StepPlan::Kind::Forward;
+  plan_.pages_from_ops = 1;
+  blocks_.take_ops(&plan_.page_ops);
   plan_.seqs.clear();
   plan_.tokens.clear();
   for (const ScheduledSeq& q : s.seqs) {
-    plan_.seqs.push_back({q.seq->id, q.num_tokens, 0});
+    StepPlan::Seq ps;
+    ps.id = q.seq->id;
+    ps.num_tokens = q.num_tokens;
+    ps.begin = q.begin;
+    plan_.seqs.push_back(ps);
     plan_.tokens.insert(plan_.tokens.end(), q.seq->tokens.begin() + q.begin,
                         q.seq->tokens.begin() + q.begin + q.num_tokens);
   }
   const std::vector<float>& logits = exec_.run(plan_);
-  Scheduler::commit(s);
+  sched_.commit(s);
   const double now = now_s();
   {
     std::lock_guard<std::mutex> lk(metrics_mu_);
@@ -269,16 +279,15 @@ void Engine::run_step(const StepSchedule& s) {
     }
   }
   // The event of the token that finished a request carries its finish reason.
-  std::vector<int64_t> on_ranks;
   for (size_t i = 0; i < s.seqs.size(); ++i) {
     const SchedSeq& seq = *s.seqs[i].seq;
     if (seq.num_computed < int64_t(seq.tokens.size())) continue;  // a prompt chunk
     const int64_t id = seq.id;  // retire() destroys seq
     const std::string reason =
         sample_and_emit(*active_.at(id), logits.data() + i * size_t(vocab_), now);
-    if (!reason.empty() && retire(id, reason, now)) on_ranks.push_back(id);
+    if (!reason.empty()) retire(id, reason, now);
   }
-  release_on_ranks(on_ranks);
+  flush_page_ops();
 }
 
 void Engine::update_gauges() {
@@ -286,18 +295,24 @@ void Engine::update_gauges() {
   metrics_.running = int64_t(sched_.num_running());
   metrics_.waiting = int64_t(sched_.num_waiting());
   metrics_.preemptions = uint64_t(sched_.num_preemptions());
-  for (int64_t r = 0; r < blocks_.world(); ++r)
+  metrics_.prefix_cache_queries = sched_.prefix_queries();
+  metrics_.prefix_cache_hits = sched_.prefix_hits();
+  for (int64_t r = 0; r < blocks_.world(); ++r) {
     metrics_.kv_used_pages[size_t(r)] = blocks_.used_pages(r);
+    metrics_.kv_cached_pages[size_t(r)] = blocks_.cached_pages(r);
+  }
 }
 
 void Engine::audit() {
-  std::vector<int64_t> got = exec_.audit();
+  std::vector<PageOp> ops;
+  blocks_.take_ops(&ops);
+  std::vector<int64_t> got = exec_.audit(ops);
   std::vector<int64_t> free_by_rank(size_t(blocks_.world()), blocks_.pages_per_rank());
   for (size_t i = 0; i + 1 < got.size(); i += 2)
     free_by_rank[size_t(got[i])] = std::min(free_by_rank[size_t(got[i])], got[i + 1]);
   bool mismatch = false;
   for (int64_t r = 0; r < blocks_.world(); ++r)
-    mismatch |= free_by_rank[size_t(r)] != blocks_.pages_per_rank() - blocks_.used_pages(r);
+    mismatch |= free_by_rank[size_t(r)] != blocks_.free_pages(r);
   if (mismatch)
     CPI_LOG_ERROR("KV page audit: a rank's pool disagrees with the scheduler's account");
   std::lock_guard<std::mutex> lk(metrics_mu_);
@@ -335,7 +350,6 @@ void Engine::run() {
         continue;
       }
       StepSchedule s = sched_.schedule();
-      release_on_ranks(s.preempted);
       if (s.seqs.empty()) {
         // Nothing fits although every request fits alone (checked at submit): only possible
         // if the budget is smaller than a whole prompt without chunked prefill, which the

@@ -24,6 +24,7 @@ struct EngineOptions {
   SchedulerConfig scheduler;
   int64_t max_model_len = 0;  // prompt + max_tokens limit (<= what one request can hold);
                               // 0: min(max_position_embeddings, KV capacity)
+  PrefixCacheOptions prefix_cache;  // on by default, as vLLM's
 };
 
 class Engine {
@@ -73,12 +74,14 @@ class Engine {
   // Samples the token of a request whose prompt (and past output) is all cached and sends
   // it; returns the finish reason, or "" while the request goes on.
   std::string sample_and_emit(Active& a, const float* logits, double now);
-  // Forgets a finished request: scheduler, block manager, metrics. True if the ranks hold
-  // pages for it (the caller releases them there, batched).
-  bool retire(int64_t id, const std::string& reason, double now);
+  // Forgets a finished request: scheduler, block manager (its page releases go out with
+  // the next plan, or flush_page_ops()), metrics.
+  void retire(int64_t id, const std::string& reason, double now);
   void finish(const std::vector<int64_t>& ids, const std::string& reason,
               const std::string& error = {});
-  void release_on_ranks(const std::vector<int64_t>& ids);
+  // Sends the block manager's pending page operations (releases, evictions) to every rank
+  // when no step will carry them.
+  void flush_page_ops();
   void audit();
   void update_gauges();
 

@@ -29,13 +29,16 @@ struct EngineMetrics {
   Histogram e2e{{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
                  60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}};
   uint64_t prompt_tokens = 0, generation_tokens = 0, preemptions = 0, steps = 0;
+  // Prefix cache, in tokens, over requests' first admissions: looked up and found.
+  uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
   std::map<std::string, uint64_t> finished;  // finish reason -> requests
   int64_t running = 0, waiting = 0;
   // Per context-parallel rank R (index): pages the scheduler counts as used, the pool size,
   // and the free pages each rank last reported itself (an audit run when the engine goes
   // idle; -1 before the first). Under TP, the TP ranks of one R report the same pool: the
   // audit keeps the minimum.
-  std::vector<int64_t> kv_used_pages, kv_audited_free_pages;
+  // kv_cached_pages: pages only the prefix cache holds (free for the taking, LRU first).
+  std::vector<int64_t> kv_used_pages, kv_cached_pages, kv_audited_free_pages;
   int64_t kv_pages_per_rank = 0;
   uint64_t kv_audit_mismatches = 0;  // audits where a rank's pool disagreed with the account
 };

@@ -27,16 +27,21 @@ GenerateResult generate(StepExecutor& exec, const GenerateRequest& req, ThreadPo
   StepPlan plan;
   plan.seqs.resize(1);
   plan.seqs[0].id = kSeq;
+  int64_t cached = 0;  // tokens of the sequence in the KV cache
   auto forward = [&](const int32_t* tokens, int64_t n) -> const std::vector<float>& {
     plan.kind = StepPlan::Kind::Forward;
     plan.seqs[0].num_tokens = n;
+    plan.seqs[0].begin = cached;
     plan.tokens.assign(tokens, tokens + n);
-    return exec.run(plan);
+    const std::vector<float>& out = exec.run(plan);
+    cached += n;
+    return out;
   };
   auto release = [&] {
-    plan.kind = StepPlan::Kind::Release;
-    plan.tokens.clear();
-    exec.run(plan);
+    StepPlan rel;
+    rel.kind = StepPlan::Kind::Pages;
+    rel.page_ops.push_back({PageOp::ReleaseSeq, -1, kSeq, -1, -1, 0, 0});
+    exec.run(rel);
   };
   const auto t0 = clock::now();
   auto t_first = t0;

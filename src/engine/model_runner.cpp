@@ -101,4 +101,30 @@ void ModelRunner::release(SequenceState& seq) {
   seq.num_cached = 0;
 }
 
+void ModelRunner::apply_page_op(const PageOp& op, SequenceState* seq) {
+  switch (op.kind) {
+    case PageOp::Take:
+      page_pool_.take(op.page);
+      seq->pages.push_back(op.page);
+      break;
+    case PageOp::Share:
+      page_pool_.add_ref(op.page);
+      seq->pages.push_back(op.page);
+      break;
+    case PageOp::Copy:
+      page_pool_.take(op.page);
+      cache_.copy_rows(op.src, op.page, op.rows);
+      seq->pages.push_back(op.page);
+      break;
+    case PageOp::Ref:
+      page_pool_.add_ref(op.page);
+      break;
+    case PageOp::Unref:
+      page_pool_.release(op.page);
+      break;
+    default:
+      fail("page operation {} is not one a rank applies", op.kind);
+  }
+}
+
 }  // namespace cpinfer

@@ -13,6 +13,7 @@
 #include "cp/cp_layout.h"
 #include "cp/step_planner.h"
 #include "attention/sequence_state.h"
+#include "engine/step_plan.h"
 #include "model/decoder.h"
 
 namespace cpinfer {
@@ -47,6 +48,9 @@ class ModelRunner {
   const std::vector<float>& step(const std::vector<SequenceStep>& steps);
   // Returns a sequence's pages to the pool.
   void release(SequenceState& seq);
+  // Applies one of rank 0's page operations to this rank's pool (and KV cache, for a copy);
+  // seq: the sequence of a Take, Share or Copy.
+  void apply_page_op(const PageOp& op, SequenceState* seq);
 
  private:
   RunnerOptions opts_;

@@ -27,6 +27,7 @@ struct RequestParams {
   std::vector<int32_t> stop_token_ids; // extra ids that end the request like EOS
   int64_t top_logprobs = -1;           // -1: no logprobs; n >= 0: chosen + n most likely
   bool skip_special_tokens = true;     // in the returned text
+  bool keep_logits = false;            // each event carries the logits row of its token (tests)
 };
 
 // Log-probability of one generated token, and the most likely alternatives.
@@ -48,7 +49,9 @@ struct RequestEvent {
   std::string finish_reason;  // "stop", "length", "abort" or "error" when finished
   std::string error;          // finish_reason "error": why
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;      // prompt tokens found in the prefix cache
   int64_t completion_tokens = 0;  // total so far
+  std::vector<float> logits;      // [vocab] of the token, when RequestParams::keep_logits
 };
 
 class OutputChannel {

@@ -68,14 +68,23 @@ StepSchedule Scheduler::schedule() {
   while (out.preempted.empty() && !waiting_.empty() && budget > 0 &&
          int64_t(running_.size()) < cfg_.max_num_seqs) {
     SchedSeq* s = waiting_.front();
-    const int64_t remaining = int64_t(s->tokens.size());
+    const PrefixHit hit = blocks_.lookup(s->tokens);
+    const int64_t remaining = int64_t(s->tokens.size()) - hit.tokens;
     const int64_t n = std::min(remaining, budget);
     if (n < remaining && !cfg_.chunked_prefill) break;
-    if (!blocks_.can_grow(s->id, n)) break;
-    blocks_.grow(s->id, n);
+    if (!blocks_.can_admit(hit, hit.tokens + n)) break;
+    blocks_.admit(s->id, hit, hit.tokens + n);
+    s->num_computed = hit.tokens;
+    if (s->num_preemptions == 0) {
+      s->num_cached_tokens = hit.tokens;
+      if (blocks_.caching()) {
+        prefix_queries_ += uint64_t(s->tokens.size());
+        prefix_hits_ += uint64_t(hit.tokens);
+      }
+    }
     waiting_.pop_front();
     running_.push_back(s);
-    out.seqs.push_back({s, 0, n});
+    out.seqs.push_back({s, hit.tokens, n});
     out.num_tokens += n;
     budget -= n;
   }
@@ -83,7 +92,10 @@ StepSchedule Scheduler::schedule() {
 }
 
 void Scheduler::commit(const StepSchedule& s) {
-  for (const ScheduledSeq& q : s.seqs) q.seq->num_computed += q.num_tokens;
+  for (const ScheduledSeq& q : s.seqs) {
+    q.seq->num_computed += q.num_tokens;
+    blocks_.commit(q.seq->id, q.seq->tokens, q.seq->num_computed);
+  }
 }
 
 }  // namespace cpinfer

@@ -5,6 +5,10 @@
 // need a page that some rank does not have, the newest running request is preempted: its pages are returned and it goes back to the front of the queue, to be
 // recomputed from its prompt plus what it has generated.
 //
+// With prefix caching on, a request admitted from the queue first looks up the cached
+// prefix of its tokens (engine/block_manager.h): those tokens count as computed, and only
+// the rest is scheduled (the last token always is: its logits are sampled).
+//
 // Example, budget 8, chunked prefill on, running A (decoding), waiting B (prompt 10):
 // step 1 schedules A:1, B:7 (chunk of B's first 7 tokens); step 2 A:1, B:3 (B's last
 // chunk: its logits give B's first token); step 3 A:1, B:1.
@@ -29,6 +33,7 @@ struct SchedSeq {
   std::vector<int32_t> tokens;  // the prompt, then every generated token
   int64_t num_computed = 0;     // leading tokens whose K/V are cached on the ranks
   int64_t num_preemptions = 0;
+  int64_t num_cached_tokens = 0;  // prompt tokens found in the prefix cache when first admitted
 };
 
 struct ScheduledSeq {
@@ -54,13 +59,18 @@ class Scheduler {
   bool remove(SchedSeq* seq);
   // Plans the next step and reserves its pages in the block manager.
   StepSchedule schedule();
-  // After the step ran: advances num_computed of the scheduled sequences.
-  static void commit(const StepSchedule& s);
+  // After the step ran: advances num_computed of the scheduled sequences and registers
+  // their newly completed blocks in the prefix cache.
+  void commit(const StepSchedule& s);
 
   size_t num_running() const { return running_.size(); }
   size_t num_waiting() const { return waiting_.size(); }
   bool empty() const { return running_.empty() && waiting_.empty(); }
   int64_t num_preemptions() const { return num_preemptions_; }
+  // Prefix cache, in tokens, over first admissions (as vLLM's counters): prompt tokens
+  // looked up, and those found.
+  uint64_t prefix_queries() const { return prefix_queries_; }
+  uint64_t prefix_hits() const { return prefix_hits_; }
 
  private:
   void preempt_newest(StepSchedule* out);
@@ -69,6 +79,7 @@ class Scheduler {
   std::vector<SchedSeq*> running_;  // in admission order (the back is the newest)
   std::deque<SchedSeq*> waiting_;
   int64_t num_preemptions_ = 0;
+  uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
 };
 
 }  // namespace cpinfer

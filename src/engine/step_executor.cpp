@@ -44,13 +44,15 @@ const std::vector<float>& StepExecutor::run(const StepPlan& plan) {
   return out;
 }
 
-std::vector<int64_t> StepExecutor::audit() {
+std::vector<int64_t> StepExecutor::audit(const std::vector<PageOp>& ops) {
   CPI_ASSERT(rank_ == 0);
   CPI_CHECK(!shut_down_, "the executor was shut down");
   StepPlan p;
   p.kind = StepPlan::Kind::Audit;
+  p.page_ops = ops;
   in_step_ = true;
   broadcast(p);
+  apply_page_ops(p.page_ops);
   std::vector<int64_t> out = gather_free_pages();
   in_step_ = false;
   return out;
@@ -74,6 +76,7 @@ void StepExecutor::worker_loop() {
     StepPlan plan = StepPlan::deserialize(buffer_);
     if (plan.kind == StepPlan::Kind::Shutdown) return;
     if (plan.kind == StepPlan::Kind::Audit) {
+      apply_page_ops(plan.page_ops);
       gather_free_pages();
       continue;
     }
@@ -89,22 +92,43 @@ void StepExecutor::shutdown() {
   broadcast(p);
 }
 
-const std::vector<float>& StepExecutor::execute(const StepPlan& plan) {
-  static const std::vector<float> kNone;
-  if (plan.kind == StepPlan::Kind::Release) {
-    for (const StepPlan::Seq& s : plan.seqs) {
-      auto it = seqs_.find(s.id);
+void StepExecutor::apply_page_ops(const std::vector<PageOp>& ops) {
+  const int64_t me = runner_.cp_layout().rank();
+  for (const PageOp& op : ops) {
+    if (op.kind == PageOp::ReleaseSeq) {
+      auto it = seqs_.find(op.seq);
       if (it == seqs_.end()) continue;
       runner_.release(it->second);
       seqs_.erase(it);
+      continue;
     }
-    return kNone;
+    if (op.cp_rank != me) continue;
+    const bool for_seq = op.kind == PageOp::Take || op.kind == PageOp::Share ||
+                         op.kind == PageOp::Copy;
+    runner_.apply_page_op(op, for_seq ? &seqs_[op.seq] : nullptr);
   }
+}
+
+const std::vector<float>& StepExecutor::execute(const StepPlan& plan) {
+  static const std::vector<float> kNone;
+  apply_page_ops(plan.page_ops);
+  if (plan.kind == StepPlan::Kind::Pages) return kNone;
   CPI_ASSERT(plan.kind == StepPlan::Kind::Forward);
   steps_.clear();
   const int32_t* tok = plan.tokens.data();
+  const CpLayout& cp = runner_.cp_layout();
   for (const StepPlan::Seq& s : plan.seqs) {
-    steps_.push_back({&seqs_[s.id], tok, s.num_tokens, s.all_logits != 0});
+    SequenceState& st = seqs_[s.id];
+    // A sequence that starts on a cached prefix: its pages came with the ops above.
+    if (plan.pages_from_ops && st.num_cached == 0 && s.begin > 0) st.num_cached = s.begin;
+    CPI_CHECK(st.num_cached == s.begin,
+              "rank {}: sequence {} has {} tokens cached, the step plan says {}", rank_, s.id,
+              st.num_cached, s.begin);
+    CPI_CHECK(!plan.pages_from_ops ||
+                  int64_t(st.pages.size()) == cp.pages_needed(s.begin + s.num_tokens),
+              "rank {}: sequence {} holds {} pages, {} tokens need {}", rank_, s.id,
+              st.pages.size(), s.begin + s.num_tokens, cp.pages_needed(s.begin + s.num_tokens));
+    steps_.push_back({&st, tok, s.num_tokens, s.all_logits != 0});
     tok += s.num_tokens;
   }
   return runner_.step(steps_);

@@ -24,9 +24,9 @@ class StepExecutor {
 
   // Rank 0 only. Forward: returns the logits of the wanted rows ([rows, vocab]).
   const std::vector<float>& run(const StepPlan& plan);
-  // Rank 0 only: every rank reports its context-parallel rank R and its pool's free pages.
-  // Returns [world][2] = {R, free pages} by world rank.
-  std::vector<int64_t> audit();
+  // Rank 0 only: every rank applies `ops`, then reports its context-parallel rank R and its
+  // pool's free pages. Returns [world][2] = {R, free pages} by world rank.
+  std::vector<int64_t> audit(const std::vector<PageOp>& ops = {});
   // Ranks != 0: execute broadcast plans until Shutdown.
   void worker_loop();
   // Rank 0: tell the workers to leave worker_loop (idempotent).
@@ -34,6 +34,7 @@ class StepExecutor {
 
  private:
   const std::vector<float>& execute(const StepPlan& plan);
+  void apply_page_ops(const std::vector<PageOp>& ops);
   void broadcast(const StepPlan& plan);
   std::vector<int64_t> gather_free_pages();
 

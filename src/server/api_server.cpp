@@ -136,9 +136,10 @@ bool pump(Generation& g, httplib::DataSink& sink) {
   if (g.num_finished == g.choices.size()) {
     if (g.stream) {
       if (g.include_usage) {
-        int64_t p = 0, n = 0;
-        for (const ChoiceState& c : g.choices) p += c.prompt_tokens, n += c.completion_tokens;
-        out += "data: " + dump_json(usage_chunk(g.ctx, p, n)) + "\n\n";
+        int64_t p = 0, n = 0, cached = 0;
+        for (const ChoiceState& c : g.choices)
+          p += c.prompt_tokens, n += c.completion_tokens, cached += c.cached_tokens;
+        out += "data: " + dump_json(usage_chunk(g.ctx, p, cached, n)) + "\n\n";
       }
       out += "data: [DONE]\n\n";
     } else {

@@ -37,6 +37,7 @@ void apply_event(const RequestEvent& ev, ChoiceState* st) {
   st->text += ev.text;
   st->logprobs.insert(st->logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
   st->prompt_tokens = ev.prompt_tokens;
+  st->cached_tokens = ev.cached_tokens;
   st->completion_tokens = ev.completion_tokens;
   if (ev.finished) {
     st->finished = true;
@@ -78,15 +79,17 @@ json logprobs_json(const ResponseContext& ctx, const std::vector<TokenLogprob>& 
           {"text_offset", offsets}};
 }
 
-json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
-  return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens},
-          {"total_tokens", prompt_tokens + completion_tokens}};
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 json full_response(const ResponseContext& ctx, std::vector<ChoiceState>& choices) {
   json r = envelope(ctx, false);
   json arr = json::array();
-  int64_t prompt = 0, completion = 0;
+  int64_t prompt = 0, completion = 0, cached = 0;
   for (size_t i = 0; i < choices.size(); ++i) {
     ChoiceState& c = choices[i];
     json lp = ctx.logprobs ? logprobs_json(ctx, c.logprobs, &c.text_offset) : json(nullptr);
@@ -98,9 +101,10 @@ json full_response(const ResponseContext& ctx, std::vector<ChoiceState>& choices
     arr.push_back(choice);
     prompt += c.prompt_tokens;
     completion += c.completion_tokens;
+    cached += c.cached_tokens;
   }
   r["choices"] = arr;
-  r["usage"] = usage_json(prompt, completion);
+  r["usage"] = usage_json(prompt, completion, cached);
   return r;
 }
 
@@ -123,10 +127,11 @@ json stream_chunk(const ResponseContext& ctx, const RequestEvent& ev, bool first
   return r;
 }
 
-json usage_chunk(const ResponseContext& ctx, int64_t prompt_tokens, int64_t completion_tokens) {
+json usage_chunk(const ResponseContext& ctx, int64_t prompt_tokens, int64_t cached_tokens,
+                 int64_t completion_tokens) {
   json r = envelope(ctx, true);
   r["choices"] = json::array();
-  r["usage"] = usage_json(prompt_tokens, completion_tokens);
+  r["usage"] = usage_json(prompt_tokens, completion_tokens, cached_tokens);
   return r;
 }
 

@@ -29,6 +29,7 @@ struct ChoiceState {
   std::string finish_reason;
   std::string error;
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens the prefix cache supplied
 };
 
 // Folds an event into its choice's state.
@@ -39,7 +40,9 @@ void apply_event(const RequestEvent& ev, ChoiceState* st);
 nlohmann::json logprobs_json(const ResponseContext& ctx, const std::vector<TokenLogprob>& lps,
                              size_t* text_offset);
 
-nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+// usage, with prompt_tokens_details.cached_tokens as the OpenAI API reports it.
+nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens,
+                          int64_t cached_tokens);
 
 // The whole response for stream = false.
 nlohmann::json full_response(const ResponseContext& ctx, std::vector<ChoiceState>& choices);
@@ -49,7 +52,7 @@ nlohmann::json full_response(const ResponseContext& ctx, std::vector<ChoiceState
 nlohmann::json stream_chunk(const ResponseContext& ctx, const RequestEvent& ev, bool first,
                             size_t* text_offset, bool include_usage);
 // The final usage-only chunk (stream_options.include_usage).
-nlohmann::json usage_chunk(const ResponseContext& ctx, int64_t prompt_tokens,
+nlohmann::json usage_chunk(const ResponseContext& ctx, int64_t prompt_tokens, int64_t cached_tokens,
                            int64_t completion_tokens);
 
 }  // namespace cpinfer

@@ -72,6 +72,17 @@ std::string render_prometheus(const EngineMetrics& m, const std::string& model_n
   o += fmt::format("vllm:num_preemptions_total{{{}}} {}\n", L, m.preemptions);
   header(o, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.");
   o += fmt::format("vllm:prompt_tokens_total{{{}}} {}\n", L, m.prompt_tokens);
+  header(o, "vllm:prefix_cache_queries_total", "counter",
+         "Prefix cache queries, in terms of prompt tokens looked up.");
+  o += fmt::format("vllm:prefix_cache_queries_total{{{}}} {}\n", L, m.prefix_cache_queries);
+  header(o, "vllm:prefix_cache_hits_total", "counter",
+         "Prefix cache hits, in terms of prompt tokens found in the cache.");
+  o += fmt::format("vllm:prefix_cache_hits_total{{{}}} {}\n", L, m.prefix_cache_hits);
+  header(o, "cpinfer:kv_pages_cached", "gauge",
+         "KV-cache pages held only by the prefix cache per context-parallel rank (reclaimed "
+         "least recently used first when sequences need pages).");
+  for (size_t r = 0; r < m.kv_cached_pages.size(); ++r)
+    o += fmt::format("cpinfer:kv_pages_cached{{{},rank=\"{}\"}} {}\n", L, r, m.kv_cached_pages[r]);
   header(o, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.");
   o += fmt::format("vllm:generation_tokens_total{{{}}} {}\n", L, m.generation_tokens);
   header(o, "cpinfer:engine_steps_total", "counter", "Engine steps run.");

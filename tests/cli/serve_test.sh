@@ -52,14 +52,16 @@ metric() {  # metric NAME_WITH_LABELS: its value from /metrics
 }
 # Waits until nothing runs or waits and every rank's audited free pages equal the pool.
 wait_all_pages_back() {
-  local ranks=$1 total ok
+  local ranks=$1 total ok cached
   for _ in $(seq 300); do
     total=$(metric 'cpinfer:kv_pages_total{model_name="tiny"}')
     ok=1
     [[ "$(metric 'vllm:num_requests_running{model_name="tiny"}')" == 0 ]] || ok=0
     [[ "$(metric 'vllm:num_requests_waiting{model_name="tiny"}')" == 0 ]] || ok=0
     for r in $(seq 0 $((ranks - 1))); do
-      [[ "$(metric "cpinfer:kv_pages_free_audited{model_name=\"tiny\",rank=\"$r\"}")" == "$total" ]] || ok=0
+      # Every page is free or held only by the prefix cache, and the rank's own pool agrees.
+      cached=$(metric "cpinfer:kv_pages_cached{model_name=\"tiny\",rank=\"$r\"}")
+      [[ "$(metric "cpinfer:kv_pages_free_audited{model_name=\"tiny\",rank=\"$r\"}")" == "$((total - cached))" ]] || ok=0
       [[ "$(metric "cpinfer:kv_pages_used{model_name=\"tiny\",rank=\"$r\"}")" == 0 ]] || ok=0
     done
     ((ok)) && break
@@ -144,10 +146,41 @@ JSON
   done
 }
 
+# The same 100-token prompt twice: with prefix caching on, the second request finds its first
+# 96 tokens (6 whole blocks of 16; the last token is always computed) in the cache, reports
+# them in usage.prompt_tokens_details.cached_tokens and answers the same; off, it finds none.
+prefix_cache_checks() {
+  local caching=$1 ids i
+  ids=$(node -e 'let a=[]; for (let i=0;i<100;i++) a.push(1000+7*i); console.log(a.join(","))')
+  for i in 1 2; do
+    got=$(status "$TMP/pc$i.json" POST /v1/completions \
+      -d "{\"prompt\": [$ids], \"max_tokens\": 4, \"temperature\": 0, \"ignore_eos\": true}")
+    [[ "$got" == 200 ]] || fail "prefix cache request $i: HTTP $got $(cat "$TMP/pc$i.json")"
+  done
+  local c1 c2 t1 t2
+  read -r c1 t1 < <(node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1]));
+    console.log(r.usage.prompt_tokens_details.cached_tokens, JSON.stringify(r.choices[0].text))' "$TMP/pc1.json")
+  read -r c2 t2 < <(node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1]));
+    console.log(r.usage.prompt_tokens_details.cached_tokens, JSON.stringify(r.choices[0].text))' "$TMP/pc2.json")
+  [[ "$t1" == "$t2" ]] || fail "a cached prompt answered $t2, uncached $t1"
+  [[ "$c1" == 0 ]] || fail "first request reports $c1 cached tokens"
+  local hits queries
+  hits=$(metric 'vllm:prefix_cache_hits_total{model_name="tiny"}')
+  queries=$(metric 'vllm:prefix_cache_queries_total{model_name="tiny"}')
+  if ((caching)); then
+    [[ "$c2" == 96 ]] || fail "repeated prompt reports $c2 cached tokens, expected 96"
+    ((hits >= 96 && queries >= 200)) || fail "prefix cache counters: hits $hits, queries $queries"
+  else
+    [[ "$c2" == 0 && "$hits" == 0 && "$queries" == 0 ]] ||
+      fail "--no-enable-prefix-caching: cached $c2, hits $hits, queries $queries"
+  fi
+}
+
 run_layout() {  # run_layout NAME RANKS layout-args...
   local name=$1 ranks=$2; shift 2
   start_server "$name" "$@"
   curl_checks "$ranks"
+  prefix_cache_checks "${CACHING:-1}"
   node "$SRC/tests/server/openai_client_test.mjs" "$URL" "$KEY" tiny "$TMP/$name.answers.json" ||
     fail "openai client checks ($name)"
   wait_all_pages_back "$ranks"
@@ -164,7 +197,8 @@ run_layout() {  # run_layout NAME RANKS layout-args...
   fi
 }
 
-run_layout one-rank 1 --max-num-batched-tokens 256
+# One rank without prefix caching, tp 2 x pcp 2 with it: the greedy answers must agree.
+CACHING=0 run_layout one-rank 1 --max-num-batched-tokens 256 --no-enable-prefix-caching
 # The same 256-token budget as one rank: the 16 concurrent prompts (up to 200 tokens) are
 # chunked across steps beside running decodes over the sharded cache.
 EXPECT_PAGES=3000 run_layout tp2-pcp2 2 -tp 2 -pcp 2 --cp-kv-cache-interleave-size 4 --num-kv-blocks 3000 --max-num-batched-tokens 256

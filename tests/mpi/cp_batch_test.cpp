@@ -27,6 +27,29 @@ using namespace cpinfer;
 
 namespace {
 
+// Runs hand-built plans on one executor, filling in each sequence's cached length (the
+// plan's `begin`), which the executor checks.
+struct Tracked {
+  StepExecutor& exec;
+  std::map<int64_t, int64_t> cached;
+  const std::vector<float>& run(StepPlan p) {
+    for (StepPlan::Seq& s : p.seqs) {
+      s.begin = cached[s.id];
+      cached[s.id] += s.num_tokens;
+    }
+    for (const PageOp& o : p.page_ops)
+      if (o.kind == PageOp::ReleaseSeq) cached.erase(o.seq);
+    return exec.run(p);
+  }
+};
+
+StepPlan release_plan(const std::vector<int64_t>& ids) {
+  StepPlan rel;
+  rel.kind = StepPlan::Kind::Pages;
+  for (int64_t id : ids) rel.page_ops.push_back({PageOp::ReleaseSeq, -1, id, -1, -1, 0, 0});
+  return rel;
+}
+
 std::vector<int32_t> prompt(int64_t n, uint32_t seed) {
   std::vector<int32_t> v;
   uint32_t x = seed * 2654435761u + 1;
@@ -70,7 +93,7 @@ int32_t forced_token(int64_t seq, int64_t k) { return int32_t((seq * 7919 + k * 
 // Logits of one sequence run alone on `base` from a fresh id: the whole prompt in one step,
 // then `decodes` forced tokens one per step. Returns, per position of the last token of
 // each step, the logits row: key = position (prompt end: prompt.size() - 1).
-std::map<int64_t, std::vector<float>> alone(StepExecutor& base, int64_t seq,
+std::map<int64_t, std::vector<float>> alone(Tracked& base, int64_t seq,
                                             const std::vector<int32_t>& prompt, int decodes,
                                             int64_t V) {
   std::map<int64_t, std::vector<float>> out;
@@ -84,15 +107,12 @@ std::map<int64_t, std::vector<float>> alone(StepExecutor& base, int64_t seq,
     d.tokens.push_back(forced_token(seq, k));
     out[int64_t(prompt.size()) + k] = base.run(d);
   }
-  StepPlan rel;
-  rel.kind = StepPlan::Kind::Release;
-  rel.seqs.push_back({1000 + seq, 0, 0});
-  base.run(rel);
+  base.run(release_plan({1000 + seq}));
   for (auto& [pos, l] : out) CPI_ASSERT(int64_t(l.size()) == V);
   return out;
 }
 
-void chunked_prefill_beside_decodes(StepExecutor& exec, StepExecutor& base, int64_t V,
+void chunked_prefill_beside_decodes(Tracked& exec, Tracked& base, int64_t V,
                                     Checker& check) {
   struct Seq {
     int64_t id;
@@ -134,10 +154,9 @@ void chunked_prefill_beside_decodes(StepExecutor& exec, StepExecutor& base, int6
         s.got[pos].assign(l.begin() + int64_t(i) * V, l.begin() + int64_t(i + 1) * V);
     }
   }
-  StepPlan rel;
-  rel.kind = StepPlan::Kind::Release;
+  std::vector<int64_t> ids;
   for (Seq& s : seqs) {
-    rel.seqs.push_back({s.id, 0, 0});
+    ids.push_back(s.id);
     const auto want = alone(base, s.id, s.prompt, int(s.generated), V);
     if (want.size() != s.got.size()) {
       std::printf("FAIL seq %lld: %zu logit rows, want %zu\n", (long long)s.id, s.got.size(),
@@ -149,7 +168,7 @@ void chunked_prefill_beside_decodes(StepExecutor& exec, StepExecutor& base, int6
       check.compare(w, s.got[pos], V,
                     "chunked: seq " + std::to_string(s.id) + " position " + std::to_string(pos));
   }
-  exec.run(rel);
+  exec.run(release_plan(ids));
 }
 
 }  // namespace
@@ -167,12 +186,13 @@ int main(int argc, char** argv) {
     ro.page_size = spec.page_size;
     ro.max_cache_tokens = 4096;
     ModelRunner runner(dir, ro, global_pool(), &layout, &comm);
-    StepExecutor exec(runner, &comm);
-    if (!exec.is_driver()) {
-      exec.worker_loop();
+    StepExecutor cp_exec(runner, &comm);
+    if (!cp_exec.is_driver()) {
+      cp_exec.worker_loop();
     } else {
       ModelRunner base_runner(dir, ro, global_pool());
-      StepExecutor base(base_runner, nullptr);
+      StepExecutor base_exec(base_runner, nullptr);
+      Tracked base{base_exec, {}}, exec{cp_exec, {}};
       const int64_t V = cfg.vocab_size, P = spec.pcp;
       Checker check;
       // Step 1: four prefills of mixed lengths in one step.
@@ -208,13 +228,11 @@ int main(int argc, char** argv) {
       want = base.run(mixed);
       check.compare(want, exec.run(mixed), V, "prefill + 4 decodes in one step");
       for (int k = 0; k < 4; ++k) want = decode_all(5, want, "5 decodes, step " + std::to_string(k));
-      StepPlan rel;
-      rel.kind = StepPlan::Kind::Release;
-      for (int64_t s = 0; s < 5; ++s) rel.seqs.push_back({s, 0, 0});
+      const StepPlan rel = release_plan({0, 1, 2, 3, 4});
       exec.run(rel);
       base.run(rel);
       chunked_prefill_beside_decodes(exec, base, V, check);
-      exec.shutdown();
+      cp_exec.shutdown();
       std::printf("%s cp_batch_test tp %d pcp %d dcp %d interleave %d: %d steps and sequences "
                   "compared, worst |dlogit| %.3g\n",
                   check.failures ? "FAIL" : "ok  ", spec.tp, spec.pcp, spec.dcp, spec.interleave,

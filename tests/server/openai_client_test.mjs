@@ -23,6 +23,7 @@ const greedy = { temperature: 0, max_tokens: 24, ignore_eos: true };
   check(r.object === 'text_completion', 'completion object');
   check(r.choices.length === 1 && r.choices[0].finish_reason === 'length', 'completion finish_reason length');
   check(r.usage.prompt_tokens === 40 && r.usage.completion_tokens === 24 && r.usage.total_tokens === 64, 'completion usage');
+  check(Number.isInteger(r.usage.prompt_tokens_details?.cached_tokens), 'usage.prompt_tokens_details.cached_tokens');
   answers.completion = r.choices[0].text;
 }
 // ---- completions, streamed with usage: same text as not streamed ----
@@ -35,6 +36,10 @@ const greedy = { temperature: 0, max_tokens: 24, ignore_eos: true };
   }
   check(text === answers.completion, 'streamed completion text equals the non-streamed one');
   check(usage && usage.completion_tokens === 24 && usage.prompt_tokens === 40, 'stream usage chunk');
+  // The same prompt again: with prefix caching on, its 2 whole blocks of 16 (the 40th token
+  // is always computed); off, none.
+  const cached = usage?.prompt_tokens_details?.cached_tokens;
+  check(cached === 0 || cached === 32, `stream usage cached_tokens ${cached}`);
   check(finish === 'length', 'stream finish_reason');
   check(chunks >= 2, 'completion streamed in several chunks');
 }

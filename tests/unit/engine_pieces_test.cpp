@@ -1,4 +1,4 @@
-// Page pool, forward-batch building and sampling.
+// Page pool, KV page copies, step plans on the wire, forward-batch building and sampling.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -10,7 +10,9 @@
 #include <cmath>
 #include <map>
 
+#include "attention/kv_cache.h"
 #include "attention/page_pool.h"
+#include "engine/step_plan.h"
 #include "core/error.h"
 #include "cp/step_planner.h"
 #include "kernels/sampling.h"
@@ -35,6 +37,84 @@ TEST(PagePool, AllocateReleaseAndRefCounts) {
   EXPECT_THROW(pool.release(a[1]), Error);  // double free is caught
   EXPECT_THROW(pool.release(7), Error);
   EXPECT_THROW(pool.add_ref(0), Error);     // free page
+}
+
+TEST(PagePool, TakesTheChosenPage) {
+  // A worker takes exactly the page rank 0 chose; the free list stays consistent.
+  PagePool pool(6);
+  pool.take(3);
+  pool.take(0);
+  EXPECT_EQ(pool.num_free(), 4);
+  EXPECT_EQ(pool.ref_count(3), 1);
+  EXPECT_THROW(pool.take(3), Error);  // not free
+  EXPECT_THROW(pool.take(6), Error);  // outside the pool
+  std::set<int32_t> rest;
+  for (int32_t p : pool.allocate(4)) rest.insert(p);
+  EXPECT_EQ(rest, (std::set<int32_t>{1, 2, 4, 5}));
+  pool.release(3);
+  pool.take(3);  // free again after its release
+  EXPECT_EQ(pool.num_free(), 0);
+}
+
+TEST(KvCacheCopy, CopiesTheFirstRowsOfEveryLayer) {
+  for (DType dt : {DType::F32, DType::BF16}) {
+    // 2 layers, 3 pages of 4 slots, 2 heads x 8.
+    KvCache cache(KvCacheShape{2, 3, 4, 2, 8, dt});
+    std::vector<float> k(16 * 4), v(16 * 4);
+    for (size_t i = 0; i < k.size(); ++i) k[i] = float(i), v[i] = -float(i);
+    const int64_t slots[4] = {4, 5, 6, 7};  // page 1
+    for (int64_t l = 0; l < 2; ++l) cache.append(l, k.data(), v.data(), 16, slots, 4);
+    cache.copy_rows(1, 2, 3);
+    for (int64_t l = 0; l < 2; ++l) {
+      const PagedKv kv = cache.layer(l);
+      for (int64_t slot = 0; slot < 4; ++slot)
+        for (int64_t e = 0; e < 16; ++e) {
+          auto at = [&](const void* base, int64_t s) {
+            return dt == DType::F32 ? ((const float*)base)[s * 16 + e]
+                                    : float(((const bf16*)base)[s * 16 + e]);
+          };
+          const float want_k = slot < 3 ? k[size_t(slot * 16 + e)] : 0.f;
+          EXPECT_EQ(at(kv.k, 8 + slot), want_k) << "layer " << l << " slot " << slot;
+          EXPECT_EQ(at(kv.v, 8 + slot), slot < 3 ? -want_k : 0.f);
+        }
+    }
+    EXPECT_THROW(cache.copy_rows(1, 3, 1), Error);
+    EXPECT_THROW(cache.copy_rows(1, 2, 5), Error);
+  }
+}
+
+TEST(StepPlanWire, RoundTripsAndRejectsCorruptBytes) {
+  StepPlan p;
+  p.kind = StepPlan::Kind::Forward;
+  p.pages_from_ops = 1;
+  p.page_ops = {{PageOp::Share, 1, 7, 3, -1, 0, 0}, {PageOp::Copy, 0, 7, 9, 3, 5, 0},
+                {PageOp::ReleaseSeq, -1, 4, -1, -1, 0, 0}};
+  StepPlan::Seq a;
+  a.id = 7, a.num_tokens = 2, a.begin = 40;
+  StepPlan::Seq b;
+  b.id = 8, b.num_tokens = 1, b.all_logits = 1;
+  p.seqs = {a, b};
+  p.tokens = {11, 12, 13};
+  const std::vector<uint8_t> bytes = p.serialize();
+  const StepPlan q = StepPlan::deserialize(bytes);
+  EXPECT_EQ(q.pages_from_ops, 1);
+  ASSERT_EQ(q.page_ops.size(), 3u);
+  EXPECT_EQ(q.page_ops[1].kind, PageOp::Copy);
+  EXPECT_EQ(q.page_ops[1].src, 3);
+  EXPECT_EQ(q.page_ops[1].rows, 5);
+  ASSERT_EQ(q.seqs.size(), 2u);
+  EXPECT_EQ(q.seqs[0].begin, 40);
+  EXPECT_EQ(q.seqs[1].all_logits, 1);
+  EXPECT_EQ(q.tokens, p.tokens);
+  for (size_t cut : {size_t(0), size_t(10), bytes.size() - 1})
+    EXPECT_THROW(StepPlan::deserialize(std::vector<uint8_t>(bytes.begin(), bytes.begin() + cut)),
+                 Error);
+  std::vector<uint8_t> bad = bytes;
+  bad[32] = 0x7f;  // first op's kind
+  EXPECT_THROW(StepPlan::deserialize(bad), Error);
+  StepPlan wrong = p;
+  wrong.tokens.pop_back();  // the counts disagree
+  EXPECT_THROW(StepPlan::deserialize(wrong.serialize()), Error);
 }
 
 TEST(StepPlanner, OneRankSlotsPositionsAndPageTable) {

@@ -67,7 +67,10 @@ struct Served {
   EngineMetrics idle() {
     for (int i = 0; i < 2000; ++i) {
       EngineMetrics m = engine.metrics();
-      if (m.running == 0 && m.waiting == 0 && m.kv_audited_free_pages[0] == runner.page_pool().num_pages())
+      // Idle: every page is free or held by the prefix cache only, and the rank's own pool
+      // (audited) agrees.
+      if (m.running == 0 && m.waiting == 0 && m.kv_used_pages[0] == 0 &&
+          m.kv_audited_free_pages[0] == runner.page_pool().num_pages() - m.kv_cached_pages[0])
         return m;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -126,7 +129,8 @@ TEST(Engine, BatchedRequestsMatchEachAloneWithChunkedPrefill) {
   expect_batched_equals_alone(s, {1, 5, 33, 100, 64, 7, 130, 2, 17, 90}, 12);
   EngineMetrics m = s.idle();
   EXPECT_EQ(m.kv_used_pages[0], 0);
-  EXPECT_EQ(m.kv_audited_free_pages[0], 256);
+  EXPECT_EQ(m.kv_audited_free_pages[0] + m.kv_cached_pages[0], 256);
+  EXPECT_EQ(m.kv_audit_mismatches, 0u);
   EXPECT_EQ(m.kv_audit_mismatches, 0u);
   EXPECT_EQ(m.finished["length"], 10u);
   EXPECT_EQ(m.generation_tokens, 120u);
@@ -143,7 +147,8 @@ TEST(Engine, PreemptionUnderASmallPoolKeepsAnswersExact) {
   EngineMetrics m = s.idle();
   EXPECT_GT(m.preemptions, 0u);
   EXPECT_EQ(m.kv_used_pages[0], 0);
-  EXPECT_EQ(m.kv_audited_free_pages[0], 24);
+  EXPECT_EQ(m.kv_audited_free_pages[0] + m.kv_cached_pages[0], 24);
+  EXPECT_EQ(m.kv_audit_mismatches, 0u);
 }
 
 TEST(Engine, WholePromptsWithoutChunkedPrefill) {
@@ -166,7 +171,8 @@ TEST(Engine, CancelFreesPages) {
   EXPECT_LT(ev.completion_tokens, 400);
   EngineMetrics m = s.idle();
   EXPECT_EQ(m.kv_used_pages[0], 0);
-  EXPECT_EQ(m.kv_audited_free_pages[0], 64);
+  EXPECT_EQ(m.kv_audited_free_pages[0] + m.kv_cached_pages[0], 64);
+  EXPECT_EQ(m.kv_audit_mismatches, 0u);
   EXPECT_EQ(m.finished["abort"], 1u);
 }
 

@@ -87,7 +87,7 @@ struct Harness {
   // computed (what the engine does after sampling).
   StepSchedule step() {
     StepSchedule s = sched.schedule();
-    Scheduler::commit(s);
+    sched.commit(s);
     for (const ScheduledSeq& q : s.seqs)
       if (q.seq->num_computed == int64_t(q.seq->tokens.size())) q.seq->tokens.push_back(2);
     return s;
@@ -174,7 +174,7 @@ TEST(Scheduler, PreemptionNeverTouchesScheduledSequences) {
       }
       ASSERT_LE(tokens, h.sched.config().max_num_batched_tokens);
       ASSERT_LE(h.blocks.used_pages(0), 12);
-      Scheduler::commit(s);
+      h.sched.commit(s);
       for (const ScheduledSeq& q : s.seqs)
         if (q.seq->num_computed == int64_t(q.seq->tokens.size())) {
           q.seq->tokens.push_back(2);
