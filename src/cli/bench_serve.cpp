@@ -63,6 +63,21 @@ void check_args(const BenchServeArgs& a) {
   CPI_CHECK(a.num_prompts >= 1, "--num-prompts {} must be at least 1", a.num_prompts);
   CPI_CHECK(a.input_len >= 1, "--input-len {} must be at least 1", a.input_len);
   CPI_CHECK(a.output_len >= 1, "--output-len {} must be at least 1", a.output_len);
+  if (a.dataset == BenchDataset::PrefixRepetition) {
+    const PrefixRepetition& p = a.prefix_repetition;
+    CPI_CHECK(!a.input_len_given,
+              "--input-len does not apply to --dataset-name prefix-repetition (a prompt is "
+              "--prefix-repetition-prefix-len + --prefix-repetition-suffix-len tokens); drop it");
+    CPI_CHECK(p.num_prefixes >= 1, "--prefix-repetition-num-prefixes {} must be at least 1",
+              p.num_prefixes);
+    CPI_CHECK(p.prefix_len >= 0, "--prefix-repetition-prefix-len {} must be at least 0",
+              p.prefix_len);
+    CPI_CHECK(p.suffix_len >= 1, "--prefix-repetition-suffix-len {} must be at least 1",
+              p.suffix_len);
+    CPI_CHECK(p.output_len >= 0,
+              "--prefix-repetition-output-len {} must be at least 1 (default: --output-len)",
+              p.output_len);
+  }
   CPI_CHECK(a.request_rate > 0, "--request-rate {} must be positive (inf: all at once)",
             a.request_rate);
   CPI_CHECK(a.burstiness > 0 && std::isfinite(a.burstiness), "--burstiness {} must be positive",
@@ -78,6 +93,7 @@ RequestResult to_result(StreamedCompletion s, int64_t prompt_len) {
   r.error = std::move(s.error);
   r.input_tokens = s.prompt_tokens >= 0 ? s.prompt_tokens : prompt_len;
   r.output_tokens = s.completion_tokens >= 0 ? s.completion_tokens : s.content_chunks;
+  r.cached_tokens = std::max<int64_t>(s.cached_tokens, 0);
   r.ttft_s = s.ttft_s;
   r.e2el_s = s.e2el_s;
   r.itl_s = std::move(s.itl_s);
@@ -103,6 +119,30 @@ double parse_request_rate(const std::string& s) {
 
 }  // namespace
 
+BenchDataset parse_dataset_name(const std::string& name) {
+  if (name == "random") return BenchDataset::Random;
+  if (name == "prefix-repetition" || name == "prefix_repetition")
+    return BenchDataset::PrefixRepetition;
+  CPI_CHECK(false, "--dataset-name '{}' is not one of random, prefix-repetition", name);
+  return BenchDataset::Random;
+}
+
+const char* dataset_name(BenchDataset d) {
+  return d == BenchDataset::PrefixRepetition ? "prefix-repetition" : "random";
+}
+
+int64_t effective_input_len(const BenchServeArgs& a) {
+  return a.dataset == BenchDataset::PrefixRepetition
+             ? a.prefix_repetition.prefix_len + a.prefix_repetition.suffix_len
+             : a.input_len;
+}
+
+int64_t effective_output_len(const BenchServeArgs& a) {
+  return a.dataset == BenchDataset::PrefixRepetition && a.prefix_repetition.output_len > 0
+             ? a.prefix_repetition.output_len
+             : a.output_len;
+}
+
 BenchServeResult run_bench_serve(const BenchServeArgs& a) {
   check_args(a);
   const HttpEndpoint ep = parse_http_url(a.url);
@@ -112,10 +152,17 @@ BenchServeResult run_bench_serve(const BenchServeArgs& a) {
 
   const size_t n = size_t(a.num_prompts);
   std::vector<std::string> bodies(n);
+  std::vector<int64_t> prompt_lens(n);
   {
-    auto prompts = random_prompts(a.num_prompts, a.input_len, a.vocab_size, a.seed);
-    for (size_t i = 0; i < n; ++i)
-      bodies[i] = completion_request_body(out.model, prompts[i], a.output_len);
+    auto prompts =
+        a.dataset == BenchDataset::PrefixRepetition
+            ? prefix_repetition_prompts(a.num_prompts, a.prefix_repetition, a.vocab_size, a.seed)
+            : random_prompts(a.num_prompts, a.input_len, a.vocab_size, a.seed);
+    const int64_t output_len = effective_output_len(a);
+    for (size_t i = 0; i < n; ++i) {
+      bodies[i] = completion_request_body(out.model, prompts[i], output_len);
+      prompt_lens[i] = int64_t(prompts[i].size());
+    }
   }
   const std::vector<double> arrivals =
       arrival_times(a.num_prompts, a.request_rate, a.burstiness, a.seed);
@@ -152,7 +199,7 @@ BenchServeResult run_bench_serve(const BenchServeArgs& a) {
     auto task = [&, i, done] {
       try {
         out.requests[i] =
-            to_result(stream_completion(ep, a.api_key, bodies[i], a.timeout_s), a.input_len);
+            to_result(stream_completion(ep, a.api_key, bodies[i], a.timeout_s), prompt_lens[i]);
       } catch (const std::exception& e) {
         out.requests[i].error = fmt::format("request failed: {}", e.what());
       }
@@ -182,12 +229,18 @@ namespace {
 struct ServeCliArgs {
   BenchServeArgs bench;
   std::string request_rate = "inf";
+  std::string dataset_name = "random";
+  std::string prefix_repetition_flag;  // the first --prefix-repetition-* flag given, or ""
   bool json = false;
 };
 
 int run_serve_cli(ServeCliArgs& c) {
   std::signal(SIGPIPE, SIG_IGN);  // a server hanging up is a failed request, not our death
   c.bench.request_rate = parse_request_rate(c.request_rate);
+  c.bench.dataset = parse_dataset_name(c.dataset_name);
+  // Shaping a dataset that is not sent would benchmark something else than was asked for.
+  CPI_CHECK(c.prefix_repetition_flag.empty() || c.bench.dataset == BenchDataset::PrefixRepetition,
+            "{} needs --dataset-name prefix-repetition", c.prefix_repetition_flag);
   c.bench.progress = true;
   const BenchServeResult r = run_bench_serve(c.bench);
   const nlohmann::json j = bench_serve_json(c.bench, r);
@@ -222,12 +275,36 @@ void register_bench_serve(CLI::App& bench, CommandAction* action) {
   cmd->add_option("--num-prompts", a.num_prompts, "Requests to send")
       ->capture_default_str()
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
-  cmd->add_option("--input-len", a.input_len, "Prompt tokens per request (random ids)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 22));
+  cmd->add_option("--dataset-name", c->dataset_name,
+                  "Prompts: random (--input-len random ids) or prefix-repetition (shared "
+                  "prefixes, fresh suffixes; prefix_repetition also accepted)")
+      ->capture_default_str();
+  CLI::Option* input_len =
+      cmd->add_option("--input-len", a.input_len,
+                      "Prompt tokens per request (random ids; random dataset only)")
+          ->capture_default_str()
+          ->check(CLI::Range(int64_t(1), int64_t(1) << 22));
   cmd->add_option("--output-len", a.output_len, "Generated tokens per request (ignore_eos)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t(1), int64_t(1) << 22));
+  PrefixRepetition& p = a.prefix_repetition;
+  const CLI::Option* prefix_options[] = {
+      cmd->add_option("--prefix-repetition-num-prefixes", p.num_prefixes,
+                      "prefix-repetition: distinct prefixes; request i uses prefix i % N")
+          ->capture_default_str()
+          ->check(CLI::Range(int64_t(1), int64_t(1) << 24)),
+      cmd->add_option("--prefix-repetition-prefix-len", p.prefix_len,
+                      "prefix-repetition: tokens of each shared prefix")
+          ->capture_default_str()
+          ->check(CLI::Range(int64_t(0), int64_t(1) << 22)),
+      cmd->add_option("--prefix-repetition-suffix-len", p.suffix_len,
+                      "prefix-repetition: fresh random tokens after the prefix, per request")
+          ->capture_default_str()
+          ->check(CLI::Range(int64_t(1), int64_t(1) << 22)),
+      cmd->add_option("--prefix-repetition-output-len", p.output_len,
+                      "prefix-repetition: generated tokens per request (default: --output-len)")
+          ->check(CLI::Range(int64_t(1), int64_t(1) << 22)),
+  };
   cmd->add_option("--request-rate", c->request_rate,
                   "Requests per second, Poisson arrivals; inf sends all at once")
       ->capture_default_str();
@@ -250,7 +327,15 @@ void register_bench_serve(CLI::App& bench, CommandAction* action) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", c->json, "One JSON line on stdout");
-  cmd->callback([c, action] { *action = [c] { return run_serve_cli(*c); }; });
+  std::vector<const CLI::Option*> prefix_flags(std::begin(prefix_options),
+                                               std::end(prefix_options));
+  cmd->callback([c, action, input_len, prefix_flags] {
+    c->bench.input_len_given = input_len->count() > 0;
+    for (const CLI::Option* o : prefix_flags)
+      if (o->count() > 0 && c->prefix_repetition_flag.empty())
+        c->prefix_repetition_flag = o->get_name();
+    *action = [c] { return run_serve_cli(*c); };
+  });
 }
 
 }  // namespace cpinfer

@@ -27,10 +27,47 @@ void add_latency_stats(nlohmann::json& j, const std::string& name,
 
 constexpr size_t kMaxErrors = 5;
 
+nlohmann::json null_if_empty(double x, const std::vector<double>& samples) {
+  return samples.empty() ? nlohmann::json(nullptr) : nlohmann::json(x);
+}
+
+// The prefix-repetition fields (see bench_serve.h): how much of what could be served from
+// the prefix cache was, and what that did to TTFT. Requests i < num_prefixes are the first
+// of their prefix (round robin), so they measure a cold prefill and the others a warm one.
+void add_prefix_repetition(nlohmann::json& j, const BenchServeArgs& args,
+                           const BenchServeResult& r, int64_t total_cached) {
+  const PrefixRepetition& p = args.prefix_repetition;
+  j["prefix_repetition"] = {{"num_prefixes", p.num_prefixes},
+                            {"prefix_len", p.prefix_len},
+                            {"suffix_len", p.suffix_len},
+                            {"output_len", effective_output_len(args)}};
+  int64_t repeated = 0;
+  std::vector<double> first_ms, repeated_ms;
+  for (size_t i = 0; i < r.requests.size(); ++i) {
+    const RequestResult& q = r.requests[i];
+    if (!q.success) continue;
+    if (int64_t(i) < p.num_prefixes) {
+      first_ms.push_back(q.ttft_s * 1e3);
+    } else {
+      ++repeated;
+      repeated_ms.push_back(q.ttft_s * 1e3);
+    }
+  }
+  const int64_t shareable = p.prefix_len * repeated;
+  j["shareable_tokens"] = shareable;
+  j["hit_rate_of_shareable"] = shareable > 0
+                                   ? nlohmann::json(double(total_cached) / double(shareable))
+                                   : nlohmann::json(nullptr);
+  j["mean_ttft_first_of_prefix_ms"] = null_if_empty(mean(first_ms), first_ms);
+  j["median_ttft_first_of_prefix_ms"] = null_if_empty(median(first_ms), first_ms);
+  j["mean_ttft_repeated_prefix_ms"] = null_if_empty(mean(repeated_ms), repeated_ms);
+  j["median_ttft_repeated_prefix_ms"] = null_if_empty(median(repeated_ms), repeated_ms);
+}
+
 }  // namespace
 
 nlohmann::json bench_serve_json(const BenchServeArgs& args, const BenchServeResult& r) {
-  int64_t completed = 0, failed = 0, input_tokens = 0, output_tokens = 0;
+  int64_t completed = 0, failed = 0, input_tokens = 0, output_tokens = 0, cached_tokens = 0;
   std::vector<double> ttft, tpot, itl, e2el;
   std::vector<std::string> errors;
   for (const RequestResult& q : r.requests) {
@@ -44,6 +81,7 @@ nlohmann::json bench_serve_json(const BenchServeArgs& args, const BenchServeResu
     ++completed;
     input_tokens += q.input_tokens;
     output_tokens += q.output_tokens;
+    cached_tokens += q.cached_tokens;
     ttft.push_back(q.ttft_s);
     e2el.push_back(q.e2el_s);
     if (q.output_tokens > 1) tpot.push_back((q.e2el_s - q.ttft_s) / double(q.output_tokens - 1));
@@ -66,8 +104,8 @@ nlohmann::json bench_serve_json(const BenchServeArgs& args, const BenchServeResu
   add_latency_stats(j, "e2el", e2el);
   j["max_concurrent_requests"] = r.max_concurrent_requests;
   j["num_prompts"] = args.num_prompts;
-  j["input_len"] = args.input_len;
-  j["output_len"] = args.output_len;
+  j["input_len"] = effective_input_len(args);
+  j["output_len"] = effective_output_len(args);
   j["request_rate"] =
       std::isinf(args.request_rate) ? nlohmann::json(nullptr) : nlohmann::json(args.request_rate);
   j["burstiness"] = args.burstiness;
@@ -77,6 +115,12 @@ nlohmann::json bench_serve_json(const BenchServeArgs& args, const BenchServeResu
   j["model"] = r.model;
   j["url"] = args.url;
   j["errors"] = errors;
+  j["dataset_name"] = dataset_name(args.dataset);
+  j["total_cached_tokens"] = cached_tokens;
+  j["prefix_cache_hit_rate"] =
+      input_tokens > 0 ? double(cached_tokens) / double(input_tokens) : 0.0;
+  if (args.dataset == BenchDataset::PrefixRepetition)
+    add_prefix_repetition(j, args, r, cached_tokens);
   return j;
 }
 
@@ -123,6 +167,22 @@ std::string bench_serve_table(const nlohmann::json& j) {
     row(fmt::format("Median {} (ms):", sec.label), j[fmt::format("median_{}_ms", sec.key)]);
     row(fmt::format("P90 {} (ms):", sec.label), j[fmt::format("p90_{}_ms", sec.key)]);
     row(fmt::format("P99 {} (ms):", sec.label), j[fmt::format("p99_{}_ms", sec.key)]);
+  }
+  if (j.contains("total_cached_tokens")) {  // absent from summaries of older versions
+    auto percent = [](const nlohmann::json& v) {
+      return v.is_null() ? nlohmann::json("n/a") : nlohmann::json(100.0 * v.get<double>());
+    };
+    auto ms = [](const nlohmann::json& v) { return v.is_null() ? nlohmann::json("n/a") : v; };
+    banner("Prefix Cache", '-');
+    row("Dataset:", j["dataset_name"]);
+    row("Cached prompt tokens:", j["total_cached_tokens"]);
+    row("Prefix cache hit rate (%):", percent(j["prefix_cache_hit_rate"]));
+    if (j.contains("shareable_tokens")) {
+      row("Shareable prompt tokens:", j["shareable_tokens"]);
+      row("Hit rate of shareable (%):", percent(j["hit_rate_of_shareable"]));
+      row("Median TTFT, first of prefix (ms):", ms(j["median_ttft_first_of_prefix_ms"]));
+      row("Median TTFT, repeated prefix (ms):", ms(j["median_ttft_repeated_prefix_ms"]));
+    }
   }
   banner("", '=');
   return s;

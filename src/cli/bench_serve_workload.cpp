@@ -37,24 +37,64 @@ double standard_gamma(Rng& rng, double shape) {
   }
 }
 
+// Prompt token ids: uniform in [lo, hi), see kPromptTokenLo.
+class PromptIds {
+ public:
+  PromptIds(int64_t vocab_size, uint64_t seed) : rng_(seed) {
+    CPI_CHECK(vocab_size >= 0, "--vocab-size {} must be positive (0: a large vocabulary)",
+              vocab_size);
+    if (vocab_size > 0 && vocab_size < hi_) {
+      hi_ = vocab_size;
+      if (vocab_size <= 2 * kPromptTokenLo) lo_ = 0;
+    }
+  }
+  void append(std::vector<int32_t>& p, int64_t len) {
+    for (int64_t k = 0; k < len; ++k)
+      p.push_back(int32_t(lo_ + int64_t(rng_.next() % uint64_t(hi_ - lo_))));
+  }
+
+ private:
+  Rng rng_;
+  int64_t lo_ = kPromptTokenLo, hi_ = kPromptTokenHi;
+};
+
 }  // namespace
 
 std::vector<std::vector<int32_t>> random_prompts(int64_t count, int64_t len, int64_t vocab_size,
                                                  uint64_t seed) {
   CPI_CHECK(count >= 0 && len >= 1, "random prompts: count {} and length {} must be >= 0 and >= 1",
             count, len);
-  CPI_CHECK(vocab_size >= 0, "--vocab-size {} must be positive (0: a large vocabulary)",
-            vocab_size);
-  int64_t lo = kPromptTokenLo, hi = kPromptTokenHi;
-  if (vocab_size > 0 && vocab_size < hi) {
-    hi = vocab_size;
-    if (vocab_size <= 2 * kPromptTokenLo) lo = 0;
-  }
-  Rng rng(seed);
+  PromptIds ids(vocab_size, seed);
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(count));
   for (auto& p : prompts) {
-    p.resize(static_cast<size_t>(len));
-    for (auto& t : p) t = int32_t(lo + int64_t(rng.next() % uint64_t(hi - lo)));
+    p.reserve(static_cast<size_t>(len));
+    ids.append(p, len);
+  }
+  return prompts;
+}
+
+std::vector<std::vector<int32_t>> prefix_repetition_prompts(int64_t count,
+                                                            const PrefixRepetition& cfg,
+                                                            int64_t vocab_size, uint64_t seed) {
+  CPI_CHECK(count >= 0, "prefix-repetition prompts: count {} must be >= 0", count);
+  CPI_CHECK(cfg.num_prefixes >= 1, "--prefix-repetition-num-prefixes {} must be at least 1",
+            cfg.num_prefixes);
+  CPI_CHECK(cfg.prefix_len >= 0, "--prefix-repetition-prefix-len {} must be at least 0",
+            cfg.prefix_len);
+  CPI_CHECK(cfg.suffix_len >= 1, "--prefix-repetition-suffix-len {} must be at least 1",
+            cfg.suffix_len);
+  // Its own stream (see the header); the prefixes first, then the suffixes in request
+  // order, so that a longer run sends the same first requests as a shorter one.
+  PromptIds ids(vocab_size, seed ^ 0x5851f42d4c957f2dull);
+  std::vector<std::vector<int32_t>> prefixes(static_cast<size_t>(cfg.num_prefixes));
+  for (auto& p : prefixes) ids.append(p, cfg.prefix_len);
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(count));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto& p = prompts[i];
+    const auto& prefix = prefixes[i % prefixes.size()];
+    p.reserve(static_cast<size_t>(cfg.prefix_len + cfg.suffix_len));
+    p.insert(p.end(), prefix.begin(), prefix.end());
+    ids.append(p, cfg.suffix_len);
   }
   return prompts;
 }

@@ -1,5 +1,6 @@
-// What `bench serve` sends and when: random prompts of exact token ids, and the arrival
-// times of the requests (all at once, Poisson, or gamma-distributed gaps), both
+// What `bench serve` sends and when: prompts of exact token ids (the random dataset, or
+// the prefix-repetition dataset of shared prefixes and fresh suffixes), and the arrival
+// times of the requests (all at once, Poisson, or gamma-distributed gaps), all
 // reproducible from one seed.
 #pragma once
 #include <cstdint>
@@ -18,6 +19,27 @@ inline constexpr int32_t kPromptTokenHi = 30000;
 // `count` prompts of `len` ids each; vocab_size 0 means "large" (the range above).
 std::vector<std::vector<int32_t>> random_prompts(int64_t count, int64_t len, int64_t vocab_size,
                                                  uint64_t seed);
+
+// The prefix-repetition dataset (vLLM's prefix_repetition): num_prefixes random prefixes
+// of prefix_len ids, and per prompt a fresh random suffix of suffix_len ids; prompt i is
+// prefix[i % num_prefixes] followed by its suffix. The order is round robin, not shuffled,
+// so that with one request in flight requests 0 .. num_prefixes - 1 are the first of their
+// prefix (the ones that fill a prefix cache) and every later request can find its prefix
+// cached. output_len is the generated tokens per request (0: --output-len).
+struct PrefixRepetition {
+  int64_t num_prefixes = 1;
+  int64_t prefix_len = 256;
+  int64_t suffix_len = 256;
+  int64_t output_len = 0;
+};
+
+// `count` prompts of prefix_len + suffix_len ids each, drawn as random_prompts draws them
+// (same range for the same vocab_size) but from a stream of their own: the random
+// dataset of the same seed shares no prefix with these, so an earlier random run against
+// the same server does not warm their cache.
+std::vector<std::vector<int32_t>> prefix_repetition_prompts(int64_t count,
+                                                            const PrefixRepetition& cfg,
+                                                            int64_t vocab_size, uint64_t seed);
 
 // Send times in seconds from the start, one per request, non-decreasing, the first 0.
 // rate = +inf: all 0 (every request at once). Otherwise the gaps are gamma-distributed

@@ -166,6 +166,12 @@ class CompletionStream {
         const auto& u = j["usage"];
         out_.prompt_tokens = u.at("prompt_tokens").get<int64_t>();
         out_.completion_tokens = u.at("completion_tokens").get<int64_t>();
+        // Optional, and null where a server does not report it (vLLM by default).
+        if (u.contains("prompt_tokens_details") && u["prompt_tokens_details"].is_object()) {
+          const auto& d = u["prompt_tokens_details"];
+          if (d.contains("cached_tokens") && !d["cached_tokens"].is_null())
+            out_.cached_tokens = d["cached_tokens"].get<int64_t>();
+        }
       }
     } catch (const nlohmann::json::exception& e) {
       return fail(fmt::format("malformed stream chunk ({}): {}", e.what(), shorten(data)));

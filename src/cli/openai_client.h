@@ -40,6 +40,8 @@ struct StreamedCompletion {
   int64_t content_chunks = 0;
   int64_t prompt_tokens = -1;      // usage.prompt_tokens, -1 when the server sent none
   int64_t completion_tokens = -1;  // usage.completion_tokens, -1 when the server sent none
+  int64_t cached_tokens = -1;  // usage.prompt_tokens_details.cached_tokens, -1 when absent
+                               // (no prefix cache, or vLLM without --enable-prompt-tokens-details)
 };
 
 // POSTs `body` to {prefix}/v1/completions and reads the event stream. Never throws: a

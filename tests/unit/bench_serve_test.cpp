@@ -2,6 +2,7 @@
 // client against an in-process OpenAI-style streaming server (httplib) that succeeds,
 // answers 400, drops the connection mid-stream, or only sends keep-alives.
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -127,6 +128,63 @@ TEST(BenchServeWorkload, PromptsAreSeededAndInRange) {
     for (int32_t t : q) ASSERT_TRUE(t >= 0 && t < 256) << t;
 }
 
+TEST(BenchServeWorkload, PrefixRepetitionSharesPrefixesRoundRobin) {
+  PrefixRepetition cfg;
+  cfg.num_prefixes = 3;
+  cfg.prefix_len = 40;
+  cfg.suffix_len = 7;
+  const auto p = prefix_repetition_prompts(10, cfg, 0, 1);
+  ASSERT_EQ(p.size(), 10u);
+  auto prefix = [](const std::vector<int32_t>& q) {
+    return std::vector<int32_t>(q.begin(), q.begin() + 40);
+  };
+  auto suffix = [](const std::vector<int32_t>& q) {
+    return std::vector<int32_t>(q.begin() + 40, q.end());
+  };
+  std::set<std::vector<int32_t>> suffixes;
+  for (size_t i = 0; i < p.size(); ++i) {
+    ASSERT_EQ(p[i].size(), 47u);
+    for (int32_t t : p[i]) ASSERT_TRUE(t >= kPromptTokenLo && t < kPromptTokenHi) << t;
+    // Round robin: request i uses prefix i % 3, so 0, 1, 2 are the first of theirs.
+    EXPECT_EQ(prefix(p[i]), prefix(p[i % 3])) << i;
+    suffixes.insert(suffix(p[i]));
+  }
+  EXPECT_EQ(suffixes.size(), 10u);  // a fresh suffix per request
+  EXPECT_NE(prefix(p[0]), prefix(p[1]));
+  EXPECT_NE(prefix(p[1]), prefix(p[2]));
+  EXPECT_NE(prefix(p[0]), prefix(p[2]));
+  EXPECT_EQ(p, prefix_repetition_prompts(10, cfg, 0, 1));
+  EXPECT_NE(p, prefix_repetition_prompts(10, cfg, 0, 2));
+  // A longer run starts with the same requests.
+  const auto longer = prefix_repetition_prompts(14, cfg, 0, 1);
+  EXPECT_EQ(std::vector<std::vector<int32_t>>(longer.begin(), longer.begin() + 10), p);
+  // Not the random dataset's ids of the same seed: a random run does not warm the cache.
+  EXPECT_NE(prefix(p[0]), prefix(random_prompts(1, 47, 0, 1)[0]));
+  // --vocab-size as for the random dataset; an empty prefix is only suffixes.
+  for (const auto& q : prefix_repetition_prompts(4, cfg, 256, 3))
+    for (int32_t t : q) ASSERT_TRUE(t >= 0 && t < 256) << t;
+  cfg.prefix_len = 0;
+  for (const auto& q : prefix_repetition_prompts(4, cfg, 0, 3)) EXPECT_EQ(q.size(), 7u);
+  // Bad shapes name their flag.
+  auto refused = [](PrefixRepetition c, const char* flag) {
+    try {
+      prefix_repetition_prompts(4, c, 0, 0);
+      ADD_FAILURE() << "accepted " << flag;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
+    }
+  };
+  PrefixRepetition bad;
+  bad.num_prefixes = 0;
+  refused(bad, "--prefix-repetition-num-prefixes");
+  bad = {};
+  bad.prefix_len = -1;
+  refused(bad, "--prefix-repetition-prefix-len");
+  bad = {};
+  bad.suffix_len = 0;
+  refused(bad, "--prefix-repetition-suffix-len");
+}
+
 TEST(BenchServeWorkload, ArrivalGapsHaveTheRequestedMean) {
   for (double v : arrival_times(10, INFINITY, 1.0, 0)) EXPECT_EQ(v, 0.0);
   for (double burstiness : {1.0, 0.5, 3.0}) {
@@ -236,6 +294,21 @@ class FakeServer {
     auth_.insert(req.get_header_value("Authorization"));
   }
 
+  // What a prefix cache of whole 16-token blocks holding every earlier prompt would find:
+  // the longest common prefix with one of them, in whole blocks, leaving at least one
+  // token to prefill. Under mu_.
+  int64_t cached_tokens(const std::vector<int32_t>& prompt) const {
+    size_t best = 0;
+    for (const auto& b : bodies_) {
+      const auto q = b.at("prompt").get<std::vector<int32_t>>();
+      size_t k = 0;
+      while (k < q.size() && k < prompt.size() && q[k] == prompt[k]) ++k;
+      best = std::max(best, k);
+    }
+    best = std::min(best, prompt.size() - 1);
+    return int64_t(best / 16 * 16);
+  }
+
   static std::string chunk(const std::string& text, const char* finish) {
     nlohmann::json c = {{"id", "cmpl-1"},
                         {"object", "text_completion"},
@@ -254,8 +327,10 @@ class FakeServer {
     note_auth(req);
     const int index = next_++;
     auto body = nlohmann::json::parse(req.body);
+    int64_t cached = 0;
     {
       std::lock_guard lock(mu_);
+      cached = cached_tokens(body.at("prompt").get<std::vector<int32_t>>());
       bodies_.push_back(body);
       content_type_ = req.get_header_value("Content-Type");
     }
@@ -324,6 +399,9 @@ class FakeServer {
         u["usage"] = {{"prompt_tokens", prompt_len},
                       {"completion_tokens", n},
                       {"total_tokens", prompt_len + n}};
+        // No hit: null details, as vLLM sends them without --enable-prompt-tokens-details.
+        u["usage"]["prompt_tokens_details"] =
+            cached > 0 ? nlohmann::json{{"cached_tokens", cached}} : nlohmann::json(nullptr);
         send(u.dump());
       }
       send("[DONE]");
@@ -387,6 +465,11 @@ const char* const kContractFields[] = {"completed",
                                        "model",
                                        "url",
                                        "errors"};
+
+// A row of bench_serve_table: the label in 40 columns, a space, the value.
+std::string table_row(const std::string& label, const std::string& value) {
+  return fmt::format("{:<40} {}", label, value);
+}
 
 void expect_contract(const nlohmann::json& j) {
   for (const char* f : kContractFields) EXPECT_TRUE(j.contains(f)) << f;
@@ -462,10 +545,192 @@ TEST(BenchServe, StreamsAndMeasuresEveryRequest) {
   EXPECT_NEAR(j["max_itl_ms"].get<double>(), *std::max_element(itl.begin(), itl.end()), 1e-9);
   EXPECT_NEAR(j["max_ttft_ms"].get<double>(), 1e3 * std::max_element(r.requests.begin(), r.requests.end(), [](const RequestResult& a, const RequestResult& b) { return a.ttft_s < b.ttft_s; })->ttft_s, 1e-9);
 
+  // Random prompts share no block: nothing cached (and null details read as 0).
+  EXPECT_EQ(j["dataset_name"], "random");
+  EXPECT_EQ(j["total_cached_tokens"], 0);
+  EXPECT_EQ(j["prefix_cache_hit_rate"], 0.0);
+  EXPECT_FALSE(j.contains("prefix_repetition"));
+  EXPECT_FALSE(j.contains("shareable_tokens"));
+
   const std::string table = bench_serve_table(j);
   EXPECT_NE(table.find("Serving Benchmark Result"), std::string::npos);
   EXPECT_NE(table.find("Successful requests:                     6"), std::string::npos);
   EXPECT_NE(table.find("Mean TTFT (ms):"), std::string::npos);
+  EXPECT_NE(table.find("Prefix Cache"), std::string::npos);
+  EXPECT_NE(table.find(table_row("Prefix cache hit rate (%):", "0.00")), std::string::npos);
+  EXPECT_EQ(table.find("first of prefix"), std::string::npos);
+}
+
+TEST(BenchServe, PrefixRepetitionAgainstAPrefixCache) {
+  FakeServer server(Mode::Ok);
+  BenchServeArgs a = small_args(server);
+  a.dataset = BenchDataset::PrefixRepetition;
+  a.prefix_repetition = {.num_prefixes = 2, .prefix_len = 32, .suffix_len = 5, .output_len = 3};
+  a.max_concurrency = 1;  // each first request of a prefix is done before the next one
+  BenchServeResult r = run_bench_serve(a);
+  ASSERT_EQ(r.requests.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    const RequestResult& q = r.requests[i];
+    ASSERT_TRUE(q.success) << q.error;
+    EXPECT_EQ(q.input_tokens, 37);
+    EXPECT_EQ(q.output_tokens, 3);
+    EXPECT_EQ(q.cached_tokens, i < 2 ? 0 : 32) << i;
+  }
+  auto bodies = server.bodies();
+  ASSERT_EQ(bodies.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(bodies[i]["max_tokens"], 3);  // --prefix-repetition-output-len
+    const auto p = bodies[i]["prompt"].get<std::vector<int32_t>>();
+    const auto first = bodies[i % 2]["prompt"].get<std::vector<int32_t>>();
+    ASSERT_EQ(p.size(), 37u);
+    EXPECT_TRUE(std::equal(p.begin(), p.begin() + 32, first.begin())) << i;
+  }
+  nlohmann::json j = bench_serve_json(a, r);
+  expect_contract(j);
+  EXPECT_EQ(j["dataset_name"], "prefix-repetition");
+  EXPECT_EQ(j["input_len"], 37);  // the lengths sent
+  EXPECT_EQ(j["output_len"], 3);
+  EXPECT_EQ(j["total_input_tokens"], 6 * 37);
+  EXPECT_EQ(j["total_cached_tokens"], 4 * 32);
+  EXPECT_DOUBLE_EQ(j["prefix_cache_hit_rate"].get<double>(), 128.0 / 222.0);
+  EXPECT_EQ(j["prefix_repetition"],
+            (nlohmann::json{
+                {"num_prefixes", 2}, {"prefix_len", 32}, {"suffix_len", 5}, {"output_len", 3}}));
+  EXPECT_EQ(j["shareable_tokens"], 4 * 32);
+  EXPECT_DOUBLE_EQ(j["hit_rate_of_shareable"].get<double>(), 1.0);
+  EXPECT_GT(j["median_ttft_first_of_prefix_ms"].get<double>(), 0);
+  EXPECT_GT(j["median_ttft_repeated_prefix_ms"].get<double>(), 0);
+  const std::string table = bench_serve_table(j);
+  EXPECT_NE(table.find(table_row("Hit rate of shareable (%):", "100.00")), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("Median TTFT, first of prefix (ms):"), std::string::npos);
+  EXPECT_NE(table.find("Median TTFT, repeated prefix (ms):"), std::string::npos);
+  EXPECT_NE(table.find(table_row("Dataset:", "prefix-repetition")), std::string::npos);
+}
+
+TEST(BenchServe, PrefixRepetitionOutputLenDefaultsToOutputLen) {
+  FakeServer server(Mode::OkNoUsage);  // no usage at all: nothing cached, lengths from the prompt
+  BenchServeArgs a = small_args(server);
+  a.dataset = BenchDataset::PrefixRepetition;
+  a.prefix_repetition = {.num_prefixes = 1, .prefix_len = 16, .suffix_len = 2};
+  a.num_prompts = 2;
+  a.max_concurrency = 1;
+  BenchServeResult r = run_bench_serve(a);
+  for (const RequestResult& q : r.requests) {
+    ASSERT_TRUE(q.success) << q.error;
+    EXPECT_EQ(q.input_tokens, 18);
+    EXPECT_EQ(q.output_tokens, 5);  // --output-len
+    EXPECT_EQ(q.cached_tokens, 0);
+  }
+  nlohmann::json j = bench_serve_json(a, r);
+  EXPECT_EQ(j["output_len"], 5);
+  EXPECT_EQ(j["prefix_repetition"]["output_len"], 5);
+  EXPECT_EQ(j["shareable_tokens"], 16);
+  EXPECT_EQ(j["hit_rate_of_shareable"], 0.0);
+}
+
+// The summary of a hand-made result: which requests count as the first of their prefix,
+// what is shareable, and that failed requests count for nothing.
+TEST(BenchServeSummary, PrefixRepetitionFields) {
+  BenchServeArgs a;
+  a.url = "http://h:1";
+  a.dataset = BenchDataset::PrefixRepetition;
+  a.prefix_repetition = {.num_prefixes = 2, .prefix_len = 64, .suffix_len = 8, .output_len = 0};
+  a.output_len = 4;
+  a.num_prompts = 7;
+  BenchServeResult r;
+  r.model = "m";
+  r.duration_s = 2;
+  auto ok = [](double ttft_ms, int64_t cached) {
+    RequestResult q;
+    q.success = true;
+    q.input_tokens = 72;
+    q.output_tokens = 4;
+    q.cached_tokens = cached;
+    q.ttft_s = ttft_ms / 1e3;
+    q.e2el_s = q.ttft_s + 0.03;
+    return q;
+  };
+  RequestResult failed;
+  failed.error = "boom";
+  failed.cached_tokens = 64;  // a failed request's numbers are not counted
+  // i:        0 (first)  1 (first)  2        3 (failed)  4        5        6
+  r.requests = {ok(40, 0), ok(60, 0), ok(10, 64), failed, ok(12, 64), ok(20, 48), ok(14, 64)};
+  const nlohmann::json j = bench_serve_json(a, r);
+  EXPECT_EQ(j["completed"], 6);
+  EXPECT_EQ(j["dataset_name"], "prefix-repetition");
+  EXPECT_EQ(j["input_len"], 72);
+  EXPECT_EQ(j["output_len"], 4);
+  EXPECT_EQ(j["total_input_tokens"], 6 * 72);
+  EXPECT_EQ(j["total_cached_tokens"], 64 + 64 + 48 + 64);
+  EXPECT_DOUBLE_EQ(j["prefix_cache_hit_rate"].get<double>(), 240.0 / 432.0);
+  EXPECT_EQ(j["prefix_repetition"]["num_prefixes"], 2);
+  EXPECT_EQ(j["prefix_repetition"]["prefix_len"], 64);
+  EXPECT_EQ(j["prefix_repetition"]["suffix_len"], 8);
+  EXPECT_EQ(j["prefix_repetition"]["output_len"], 4);
+  EXPECT_EQ(j["shareable_tokens"], 4 * 64);  // requests 2, 4, 5, 6
+  EXPECT_DOUBLE_EQ(j["hit_rate_of_shareable"].get<double>(), 240.0 / 256.0);
+  EXPECT_NEAR(j["mean_ttft_first_of_prefix_ms"].get<double>(), 50, 1e-9);
+  EXPECT_NEAR(j["median_ttft_first_of_prefix_ms"].get<double>(), 50, 1e-9);
+  EXPECT_NEAR(j["mean_ttft_repeated_prefix_ms"].get<double>(), 14, 1e-9);
+  EXPECT_NEAR(j["median_ttft_repeated_prefix_ms"].get<double>(), 13, 1e-9);
+
+  // Nothing shareable (every request the first of its prefix): nulls, shown as n/a.
+  a.prefix_repetition.num_prefixes = 8;
+  const nlohmann::json k = bench_serve_json(a, r);
+  EXPECT_EQ(k["shareable_tokens"], 0);
+  EXPECT_TRUE(k["hit_rate_of_shareable"].is_null());
+  EXPECT_TRUE(k["mean_ttft_repeated_prefix_ms"].is_null());
+  EXPECT_TRUE(k["median_ttft_repeated_prefix_ms"].is_null());
+  EXPECT_NEAR(k["median_ttft_first_of_prefix_ms"].get<double>(), 17, 1e-9);
+  const std::string table = bench_serve_table(k);
+  EXPECT_NE(table.find(table_row("Hit rate of shareable (%):", "n/a")), std::string::npos)
+      << table;
+
+  // No successful request: rates are 0, not NaN.
+  BenchServeResult none;
+  none.requests = {failed};
+  const nlohmann::json z = bench_serve_json(a, none);
+  EXPECT_EQ(z["prefix_cache_hit_rate"], 0.0);
+  EXPECT_EQ(z["total_cached_tokens"], 0);
+  EXPECT_TRUE(z["median_ttft_first_of_prefix_ms"].is_null());
+}
+
+TEST(BenchServe, DatasetArgumentsAreChecked) {
+  EXPECT_EQ(parse_dataset_name("random"), BenchDataset::Random);
+  EXPECT_EQ(parse_dataset_name("prefix-repetition"), BenchDataset::PrefixRepetition);
+  EXPECT_EQ(parse_dataset_name("prefix_repetition"), BenchDataset::PrefixRepetition);
+  auto refused = [](auto&& f, const char* flag) {
+    try {
+      f();
+      ADD_FAILURE() << "accepted " << flag;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
+    }
+  };
+  refused([] { parse_dataset_name("sharegpt"); }, "--dataset-name");
+  // Checked before any connection: the URL is never reached.
+  BenchServeArgs a;
+  a.url = "http://127.0.0.1:1";
+  a.model = "m";
+  a.dataset = BenchDataset::PrefixRepetition;
+  a.input_len_given = true;
+  refused([&] { run_bench_serve(a); }, "--input-len");
+  a.input_len_given = false;
+  const std::pair<int64_t PrefixRepetition::*, const char*> fields[] = {
+      {&PrefixRepetition::num_prefixes, "--prefix-repetition-num-prefixes"},
+      {&PrefixRepetition::prefix_len, "--prefix-repetition-prefix-len"},
+      {&PrefixRepetition::suffix_len, "--prefix-repetition-suffix-len"},
+      {&PrefixRepetition::output_len, "--prefix-repetition-output-len"},
+  };
+  for (const auto& [field, flag] : fields) {
+    BenchServeArgs b = a;
+    b.prefix_repetition.*field = field == &PrefixRepetition::num_prefixes ||
+                                         field == &PrefixRepetition::suffix_len
+                                     ? 0
+                                     : -1;
+    refused([&] { run_bench_serve(b); }, flag);
+  }
 }
 
 TEST(BenchServe, CountsChunksWithoutUsageOverCrLf) {
