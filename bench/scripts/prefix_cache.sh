@@ -7,8 +7,8 @@
 #           the first request prefills the document, the others should find it cached.
 #           Reports the first request's TTFT, the others' median, and the hit rate.
 #   decode  8 random 512-token prompts, 128 tokens each, all at once, with caching on and
-#           off (a server each, REPEATS times alternating): TPOT and ITL medians, to show
-#           that caching does not slow decoding.
+#           off (a server each, REPEATS times, which one runs first alternating): TPOT and
+#           ITL medians, to show that caching does not slow decoding.
 # Other processes' CPU time during each run (from /proc/stat, all CPUs minus this job) is
 # stored with the result. One JSON line per run to $OUT (default
 # bench/results/prefix_cache.jsonl).
@@ -64,7 +64,8 @@ for layout in $LAYOUTS; do
   fi
   if [[ " $PARTS " == *" decode "* ]]; then
     for rep in $(seq "$REPEATS"); do
-      for caching in 1 0; do
+      order="1 0"; ((rep % 2)) || order="0 1"  # alternate which runs first
+      for caching in $order; do
         run decode "$layout" "$caching" --num-prompts 8 --input-len 512 --output-len 128 --seed "$rep"
       done
     done

@@ -165,15 +165,6 @@ void Engine::drop_cancelled() {
   if (!gone.empty()) finish(gone, "abort");
 }
 
-void Engine::flush_page_ops() {
-  if (!blocks_.has_ops()) return;
-  StepPlan p;
-  p.kind = StepPlan::Kind::Pages;
-  p.pages_from_ops = 1;
-  blocks_.take_ops(&p.page_ops);
-  exec_.run(p);
-}
-
 void Engine::finish(const std::vector<int64_t>& ids, const std::string& reason,
                     const std::string& error) {
   const double now = now_s();
@@ -193,7 +184,6 @@ void Engine::finish(const std::vector<int64_t>& ids, const std::string& reason,
     a.channel->push(std::move(ev));
     retire(id, reason, now);
   }
-  flush_page_ops();
 }
 
 void Engine::retire(int64_t id, const std::string& reason, double now) {
@@ -287,7 +277,8 @@ void Engine::run_step(const StepSchedule& s) {
         sample_and_emit(*active_.at(id), logits.data() + i * size_t(vocab_), now);
     if (!reason.empty()) retire(id, reason, now);
   }
-  flush_page_ops();
+  // The releases (and the blocks the step registered) go out with the next plan: the next
+  // step's, or the audit's when the engine goes idle. No collective of their own.
 }
 
 void Engine::update_gauges() {

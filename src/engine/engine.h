@@ -75,13 +75,10 @@ class Engine {
   // it; returns the finish reason, or "" while the request goes on.
   std::string sample_and_emit(Active& a, const float* logits, double now);
   // Forgets a finished request: scheduler, block manager (its page releases go out with
-  // the next plan, or flush_page_ops()), metrics.
+  // the next plan), metrics.
   void retire(int64_t id, const std::string& reason, double now);
   void finish(const std::vector<int64_t>& ids, const std::string& reason,
               const std::string& error = {});
-  // Sends the block manager's pending page operations (releases, evictions) to every rank
-  // when no step will carry them.
-  void flush_page_ops();
   void audit();
   void update_gauges();
 

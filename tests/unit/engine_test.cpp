@@ -4,6 +4,7 @@
 // and every page returns to the pool.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <thread>
 
 #include "core/error.h"
@@ -48,7 +49,8 @@ struct Served {
   StepExecutor exec;
   Engine engine;
   std::thread loop;
-  Served(int64_t num_pages, int64_t page_size, SchedulerConfig sc, int64_t max_model_len = 512)
+  Served(int64_t num_pages, int64_t page_size, SchedulerConfig sc, int64_t max_model_len = 512,
+         bool prefix_caching = true)
       : runner(model_dir(), [&] {
           RunnerOptions ro;
           ro.page_size = page_size;
@@ -56,7 +58,8 @@ struct Served {
           return ro;
         }(), global_pool()),
         exec(runner, nullptr),
-        engine(exec, tokenizer(), EngineOptions{sc, max_model_len}, global_pool()) {
+        engine(exec, tokenizer(), EngineOptions{sc, max_model_len, {.enabled = prefix_caching}},
+               global_pool()) {
     loop = std::thread([this] { engine.run(); });
   }
   ~Served() {
@@ -149,6 +152,46 @@ TEST(Engine, PreemptionUnderASmallPoolKeepsAnswersExact) {
   EXPECT_EQ(m.kv_used_pages[0], 0);
   EXPECT_EQ(m.kv_audited_free_pages[0] + m.kv_cached_pages[0], 24);
   EXPECT_EQ(m.kv_audit_mismatches, 0u);
+}
+
+TEST(Engine, PrefixCacheUnderEvictionPressureMatchesUncached) {
+  // Waves of requests over three shared documents on a 30-page pool (480 tokens; a wave
+  // needs up to ~800): cached blocks are evicted and requests preempted while later prompts
+  // keep hitting what is left. Every answer must equal the same request's on a large pool
+  // without caching, and every page must come back.
+  SchedulerConfig sc;
+  sc.max_num_batched_tokens = 64;
+  Served cached(30, 16, sc, 300), plain(512, 16, sc, 300, /*prefix_caching*/ false);
+  std::mt19937 rng(4);
+  std::vector<std::vector<int32_t>> docs;
+  for (int32_t d = 0; d < 3; ++d) docs.push_back(prompt_of(120 + 40 * d, 50 + d));
+  for (int wave = 0; wave < 5; ++wave) {
+    // One engine at a time: both share the global thread pool.
+    auto ch1 = std::make_shared<OutputChannel>(), ch2 = std::make_shared<OutputChannel>();
+    const int n = 4;
+    std::vector<RequestParams> wave_reqs;
+    for (int i = 0; i < n; ++i) {
+      std::vector<int32_t> p = docs[rng() % docs.size()];
+      p.resize(30 + rng() % (p.size() - 30));
+      const std::vector<int32_t> tail = prompt_of(1 + int64_t(rng() % 20), 900 + wave * n + i);
+      p.insert(p.end(), tail.begin(), tail.end());
+      const int64_t max_tokens = 4 + int64_t(rng() % 30);
+      wave_reqs.push_back(greedy(p, max_tokens));
+    }
+    for (int i = 0; i < n; ++i) cached.engine.submit(wave_reqs[size_t(i)], ch1, i);
+    const auto got = collect(*ch1, n);
+    for (int i = 0; i < n; ++i) plain.engine.submit(wave_reqs[size_t(i)], ch2, i);
+    const auto want = collect(*ch2, n);
+    for (int i = 0; i < n; ++i) EXPECT_EQ(got[size_t(i)].tokens, want[size_t(i)].tokens)
+        << "wave " << wave << " request " << i;
+  }
+  const EngineMetrics m = cached.idle();
+  EXPECT_GT(m.prefix_cache_hits, 200u);
+  EXPECT_GT(m.preemptions, 0u);
+  EXPECT_EQ(m.kv_used_pages[0], 0);
+  EXPECT_EQ(m.kv_audited_free_pages[0] + m.kv_cached_pages[0], 30);
+  EXPECT_EQ(m.kv_audit_mismatches, 0u);
+  EXPECT_EQ(plain.idle().prefix_cache_hits, 0u);
 }
 
 TEST(Engine, WholePromptsWithoutChunkedPrefill) {
