@@ -7,7 +7,8 @@
 const fs = require("fs");
 const inPath = process.argv[2] || "bench/results/prefix_cache.jsonl";
 const outPath = process.argv[3] || "docs/prefix_cache.svg";
-const rows = fs.readFileSync(inPath, "utf8").trim().split("\n").map(JSON.parse);
+// Rows with an "engine" note were measured on an earlier engine and are kept for the record.
+const rows = fs.readFileSync(inPath, "utf8").trim().split("\n").map(JSON.parse).filter((r) => !r.engine);
 const median = (a) => { const s = [...a].sort((x, y) => x - y), n = s.length; return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2; };
 const layouts = [...new Set(rows.map((r) => r.layout))];
 const name = (l) => (l === "one" ? "one rank" : l.replace("tp2-pcp2", "tp 2 x pcp 2"));
