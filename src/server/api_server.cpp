@@ -79,10 +79,16 @@ struct Generation {
   std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
 };
 
-// Writes what the engine has produced since the last call; false when the client is gone.
-// SSE: "data: {chunk}\n\n" per event, then the usage chunk and "data: [DONE]\n\n".
+// Writes what the engine has produced since the last call; false when the response must end
+// here without its last chunk (the client is gone, or a whole response failed).
+// SSE: "data: {chunk}\n\n" per event, then the usage chunk and "data: [DONE]\n\n"; a failure
+// is an SSE error event, which OpenAI clients raise on.
 // Whole responses: JSON whitespace while waiting (so that a gone client is noticed), then
-// the body.
+// the body. The status line (200) went out with the headers, before the result was known, so
+// a whole response that fails writes its OpenAI error body and then ends the chunked
+// transfer WITHOUT its terminating chunk: every HTTP client sees an incomplete response and
+// raises (the openai npm client: "terminated"; curl: exit 18) instead of taking the error
+// body for a completion; the error body is in what they read.
 bool pump(Generation& g, httplib::DataSink& sink) {
   using clock = std::chrono::steady_clock;
   // Keep-alive after keepalive_s without a write: a whole response writes nothing until it
@@ -104,7 +110,7 @@ bool pump(Generation& g, httplib::DataSink& sink) {
     const std::string out = g.stream ? "data: " + err + "\n\ndata: [DONE]\n\n" : err;
     g.num_finished = g.choices.size();
     g.channel->cancel();  // this call is over (Engine::num_live_channels stops counting it)
-    if (!sink.write(out.data(), out.size())) return false;
+    if (!sink.write(out.data(), out.size()) || !g.stream) return false;
     sink.done();
     return true;
   }
@@ -146,14 +152,16 @@ bool pump(Generation& g, httplib::DataSink& sink) {
       const ChoiceState* failed = nullptr;
       for (const ChoiceState& c : g.choices)
         if (c.finish_reason == "error" || c.finish_reason == "abort") failed = &c;
-      if (failed)
+      if (failed) {
         out = dump_json(ApiError(failed->finish_reason == "abort" ? 503 : 500,
                                  failed->finish_reason == "abort"
                                      ? "the request was aborted (server shutting down)"
                                      : "generation failed: " + failed->error)
                             .to_json());
-      else
-        out = dump_json(full_response(g.ctx, g.choices));
+        sink.write(out.data(), out.size());
+        return false;  // no terminating chunk: the client sees the response fail
+      }
+      out = dump_json(full_response(g.ctx, g.choices));
     }
   }
   if (out.empty()) return keep_alive();
@@ -292,7 +300,7 @@ void ApiServer::routes() {
           pr.stream ? "text/event-stream" : "application/json",
           [g](size_t, httplib::DataSink& sink) {
             if (pump(*g, sink)) return true;
-            g->channel->cancel();  // the client went away
+            g->channel->cancel();  // the client went away, or the response failed
             return false;
           },
           [g](bool success) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A rank of a multi-rank `cpinfer serve` killed with SIGKILL: the whole job must
 # notice within 10 s, /health must fail (503 while rank 0 still answers), requests in flight
-# must end with an error (a streamed one: an SSE error event; a whole one: an error body)
-# naming the dead rank, new requests get 503, and every process must exit, non-zero, with a
+# must end with an error (a streamed one: an SSE error event; a whole one: an error body
+# and an incomplete transfer, so that the openai npm client raises on both) naming the dead rank, new requests get 503, and every process must exit, non-zero, with a
 # message naming the rank; no cpinfer process may be left. Two scenarios:
 #   decode:  under the user's mpiexec (2 ranks, pcp 2), rank 1 killed while two requests
 #            decode (one streamed, one whole);
@@ -11,6 +11,7 @@
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
 CPINFER=${1:?usage: rank_fault_test.sh path/to/cpinfer}
+SRC=${CPINFER_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 command -v mpiexec >/dev/null || { echo "FAIL: mpiexec not found (apt-get install openmpi-bin)" >&2; exit 1; }
 TMP=$(mktemp -d)
@@ -107,8 +108,16 @@ rm -f "$TMP/err_time"
 start_server decode mpiexec -np 2 --oversubscribe --bind-to none --mca mpi_yield_when_idle 1
 post "$TMP/stream.txt" '{"model":"tiny","prompt":"hello there","max_tokens":4000,"ignore_eos":true,"stream":true}'
 post "$TMP/whole.json" '{"model":"tiny","prompt":"hello again","max_tokens":4000,"ignore_eos":true}'
+# The same through the openai npm client, whole and streamed: it must raise, not return.
+for mode in whole stream; do
+  node "$SRC/tests/server/failing_request_client.mjs" "$URL" tiny "$mode" >"$TMP/client-$mode.json" 2>&1 &
+done
 for _ in $(seq 100); do grep -q '"text"' "$TMP/stream.txt" 2>/dev/null && break; sleep 0.1; done
 grep -q '"text"' "$TMP/stream.txt" || fail "decode: the streamed request produced no token"
+for _ in $(seq 100); do  # the two curl and two openai-client requests all running
+  [[ "$(curl -s "$URL/metrics" | awk '$1 ~ /^vllm:num_requests_running/ { print $2 }')" -ge 4 ]] && break
+  sleep 0.1
+done
 sleep 0.5
 R1=$(rank_pid 1)
 [[ -n "$R1" ]] || fail "decode: rank 1 not found"
@@ -117,6 +126,13 @@ T_KILL=$(now)
 kill -9 "$R1"
 check_failure decode 1 "$TMP/stream.txt" "$TMP/whole.json"
 grep -q '^data: {"error"' "$TMP/stream.txt" || fail "decode: the stream has no SSE error event"
+# A whole response whose status (200) went out before the failure ends without its last
+# chunk: curl reports the transfer incomplete, the openai client raises.
+for mode in whole stream; do
+  grep -q '"outcome":"raised"' "$TMP/client-$mode.json" ||
+    fail "decode: the openai client did not raise on the failed $mode request: $(cat "$TMP/client-$mode.json")"
+  echo "decode: openai client, $mode request: $(cat "$TMP/client-$mode.json")"
+done
 
 # ---- scenario 2: mid-prefill, relaunched under mpirun by cpinfer itself ------------------
 rm -f "$TMP/err_time"
