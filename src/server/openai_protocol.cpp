@@ -72,6 +72,34 @@ std::vector<int32_t> token_ids(const json& arr, const char* key, int64_t vocab) 
   return out;
 }
 
+// No request field is accepted and then ignored: every top-level field of a body is one the
+// endpoint honours, or one whose only accepted value is the one that changes nothing (a
+// penalty of 1, min_p 0, response_format "text", tool_choice "none"), or a 400 names it.
+// `user` (the OpenAI end-user id for abuse monitoring) has no effect on a generation and is
+// accepted as such.
+void refuse_unknown_fields(const json& b, std::initializer_list<const char*> endpoint) {
+  static const char* kCommon[] = {
+      "model", "temperature", "top_p", "top_k", "seed", "stop", "stop_token_ids", "ignore_eos",
+      "skip_special_tokens", "n", "best_of", "presence_penalty", "frequency_penalty",
+      "logit_bias", "stream", "stream_options", "add_special_tokens", "max_tokens", "user",
+      "repetition_penalty", "min_p"};
+  for (const auto& [key, value] : b.items()) {
+    if (std::find_if(std::begin(kCommon), std::end(kCommon),
+                     [&](const char* k) { return key == k; }) != std::end(kCommon) ||
+        std::find_if(endpoint.begin(), endpoint.end(),
+                     [&](const char* k) { return key == k; }) != endpoint.end())
+      continue;
+    bad(key, fmt::format("'{}' is not supported by this server", clip(key)));
+  }
+  if (const json* v = field(b, "user"))
+    if (!v->is_string()) bad("user", "'user' must be a string");
+  if (const json* v = field(b, "repetition_penalty"))
+    if (get_number(*v, "repetition_penalty") != 1)
+      bad("repetition_penalty", "'repetition_penalty' is not supported (only 1, no penalty)");
+  if (const json* v = field(b, "min_p"))
+    if (get_number(*v, "min_p") != 0) bad("min_p", "'min_p' is not supported (only 0, off)");
+}
+
 // Fields both endpoints share: model, sampling, stop, stream, unsupported options.
 void parse_common(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
   if (!b.is_object()) bad("", "the request body must be a JSON object");
@@ -204,6 +232,7 @@ json parse_body(const std::string& body) {
 ParsedRequest parse_completion_request(const json& b, const ProtocolContext& ctx) {
   ParsedRequest r;
   parse_common(b, ctx, &r);
+  refuse_unknown_fields(b, {"prompt", "echo", "suffix", "logprobs"});
   const json* prompt = field(b, "prompt");
   if (!prompt) bad("prompt", "'prompt' is required");
   // vLLM's default for text prompts: the tokenizer's template applies (Llama 3: BOS).
@@ -303,6 +332,22 @@ ParsedRequest parse_chat_request(const json& b, const nlohmann::ordered_json& or
   ParsedRequest r;
   r.chat = true;
   parse_common(b, ctx, &r);
+  refuse_unknown_fields(b, {"messages", "tools", "tool_choice", "parallel_tool_calls",
+                            "chat_template_kwargs", "add_generation_prompt", "logprobs",
+                            "top_logprobs", "max_completion_tokens", "response_format"});
+  // The tools are rendered into the prompt by the chat template, but tool calls are not
+  // parsed out of the answer: only tool_choice "none" describes what the server does.
+  if (const json* v = field(b, "tool_choice"))
+    if (!v->is_string() || v->get<std::string>() != "none")
+      bad("tool_choice", fmt::format("tool_choice {} is not supported: tool calls are not "
+                                     "parsed from the output (only \"none\")", show(*v)));
+  if (const json* v = field(b, "parallel_tool_calls")) get_bool(*v, "parallel_tool_calls");
+  if (const json* v = field(b, "response_format")) {
+    const json* type = v->is_object() ? field(*v, "type") : nullptr;
+    if (!type || !type->is_string() || type->get<std::string>() != "text")
+      bad("response_format", fmt::format("response_format {} is not supported: output is not "
+                                         "constrained (only {{\"type\": \"text\"}})", show(*v)));
+  }
   bool add_generation_prompt = true;
   if (const json* v = field(b, "add_generation_prompt"))
     add_generation_prompt = get_bool(*v, "add_generation_prompt");

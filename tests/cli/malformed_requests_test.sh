@@ -179,6 +179,26 @@ check 404 "no route GET /../../etc/passwd" --path-as-is "${auth[@]}" "$URL/../..
 check 404 "no route GET /v1/models/../../etc/passwd" --path-as-is "${auth[@]}" "$URL/v1/models/..%2f..%2fetc%2fpasswd"
 ! grep -q "root:" "$TMP/resp.json" || fail "a response carries /etc/passwd"
 
+# ---- fields the server does not honour: refused, never ignored ------------------------------
+comp 400 "'frobnicate' is not supported by this server" -d '{"prompt": "x", "frobnicate": 1}'
+comp 400 "'repetition_penalty' is not supported" -d '{"prompt": "x", "repetition_penalty": 1.2}'
+comp 400 "'min_p' is not supported" -d '{"prompt": "x", "min_p": 0.1}'
+comp 400 "'response_format' is not supported by this server" -d '{"prompt": "x", "response_format": {"type": "text"}}'
+comp 400 "'user' must be a string" -d '{"prompt": "x", "user": 5}'
+chat 400 "'echo' is not supported by this server" -d '{"messages": [{"role": "user", "content": "x"}], "echo": true}'
+chat 400 "response_format {\"type\":\"json_object\"} is not supported" -d '{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}}'
+chat 400 "tool_choice \"auto\" is not supported" -d '{"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"}'
+chat 400 'tool_choice {"function":{"name":"f"},"type":"function"} is not supported' -d '{"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function", "function": {"name": "f"}}}'
+chat 400 "'functions' is not supported by this server" -d '{"messages": [{"role": "user", "content": "x"}], "functions": []}'
+# The neutral values of those fields change nothing and are accepted.
+for body in '{"prompt": "x", "max_tokens": 2, "repetition_penalty": 1, "min_p": 0, "user": "u"}'; do
+  got=$(curl -s -o "$TMP/ok.json" -w "%{http_code}" "${auth[@]}" "$URL/v1/completions" -d "$body")
+  [[ "$got" == 200 ]] || fail "neutral fields refused: HTTP $got $(cat "$TMP/ok.json")"
+done
+got=$(curl -s -o "$TMP/ok.json" -w "%{http_code}" "${auth[@]}" "$URL/v1/chat/completions" \
+  -d '{"messages": [{"role": "user", "content": "x"}], "max_tokens": 2, "response_format": {"type": "text"}, "tool_choice": "none", "parallel_tool_calls": false}')
+[[ "$got" == 200 ]] || fail "neutral chat fields refused: HTTP $got $(cat "$TMP/ok.json")"
+
 # ---- still serving, and serving the same answer ---------------------------------------------------
 curl -s "${auth[@]}" "$URL/v1/completions" -d "$REF" >"$TMP/ref_after.json"
 node -e 'const fs=require("fs"); const a=JSON.parse(fs.readFileSync(process.argv[1])), b=JSON.parse(fs.readFileSync(process.argv[2]));
