@@ -9,8 +9,9 @@ cmake --build "$BUILD_DIR" -j"$(nproc)"
 cd "$BUILD_DIR"
 ctest --output-on-failure -j"$(nproc)" "$@"
 
-# Then the fast unit tests under ASan + UBSan, zero reports (scripts/sanitizer_test.sh).
-# CPINFER_SKIP_SANITIZERS=1 skips this stage for quick local runs; CI runs it.
+# Then the fast unit tests under ASan + UBSan (scripts/sanitizer_test.sh) and the threaded
+# ones under ThreadSanitizer (scripts/tsan_test.sh), zero reports.
+# CPINFER_SKIP_SANITIZERS=1 skips these stages for quick local runs; CI runs them.
 if [[ "${CPINFER_SKIP_SANITIZERS:-0}" != 1 ]]; then
-  cd "$OLDPWD" && bash scripts/sanitizer_test.sh
+  cd "$OLDPWD" && bash scripts/sanitizer_test.sh && bash scripts/tsan_test.sh
 fi

@@ -54,6 +54,8 @@ class Engine {
   std::string failure() const;  // "" while the engine has not failed
   // Channels whose HTTP call is still in progress (not ended, not cancelled).
   size_t num_live_channels() const;
+  // Whether the engine takes work: from construction (requests submitted before run()
+  // starts wait in the inbox, so a server may listen first) until run() returns.
   bool running() const { return running_.load(); }
   EngineMetrics metrics() const;  // thread-safe copy
 
@@ -99,7 +101,7 @@ class Engine {
   std::vector<std::weak_ptr<OutputChannel>> live_;    // under inbox_mu_: channels submitted to
   size_t live_prune_at_ = 64;
   std::atomic<int64_t> next_id_{1};
-  std::atomic<bool> running_{false};
+  std::atomic<bool> running_{true};
 
   std::unordered_map<int64_t, std::unique_ptr<Active>> active_;  // engine thread only
   bool audit_due_ = true;
