@@ -12,6 +12,7 @@
 # One JSON line per run to $OUT (default bench/results/cp_long_prompt_itl.jsonl).
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
+source "$(dirname "$0")/../../scripts/lib/cpu_time.sh"
 cd "$(dirname "$0")/../.."
 CPINFER=${CPINFER:-build/cpinfer}
 OUT=${OUT:-bench/results/cp_long_prompt_itl.jsonl}
@@ -26,14 +27,6 @@ SCENARIOS=${SCENARIOS:-"alone unchunked chunked"}
 mkdir -p "$(dirname "$OUT")" models
 [[ -f "$MODEL/config.json" ]] ||
   "$CPINFER" make-model --preset tiny --num-layers 8 --dtype bf16 --seed 3 --out "$MODEL" 2>/dev/null
-busy_jiffies() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
-tree_jiffies() {  # CPU time of process $1 and its descendants
-  local pids total=0 p
-  pids=$(ps -e -o pid=,ppid= | awk -v root="$1" '
-    { parent[$1] = $2 } END { for (p in parent) { q = p; while (q != "" && q != root && q in parent && q != 1) q = parent[q]; if (q == root) print p } }')
-  for p in $pids; do [[ -r /proc/$p/stat ]] && total=$((total + $(awk '{print $14+$15}' "/proc/$p/stat"))); done
-  echo "$total"
-}
 for rep in $(seq "$REPEATS"); do
   for scen in $SCENARIOS; do
     extra=(--max-num-batched-tokens "$BUDGET")

@@ -14,6 +14,7 @@
 # bench/results/prefix_cache.jsonl).
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
+source "$(dirname "$0")/../../scripts/lib/cpu_time.sh"
 cd "$(dirname "$0")/../.."
 CPINFER=${CPINFER:-build/cpinfer}
 OUT=${OUT:-bench/results/prefix_cache.jsonl}
@@ -25,14 +26,6 @@ PARTS=${PARTS:-"doc decode"}
 LAYOUTS=${LAYOUTS:-"one tp2-pcp2"}
 mkdir -p "$(dirname "$OUT")" models
 [[ -f "$MODEL/config.json" ]] || "$CPINFER" make-model --preset qwen2.5-0.5b --out "$MODEL" 2>/dev/null
-busy_jiffies() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
-tree_jiffies() {  # CPU time of process $1 and its descendants
-  local pids total=0 p
-  pids=$(ps -e -o pid=,ppid= | awk -v root="$1" '
-    { parent[$1] = $2 } END { for (p in parent) { q = p; while (q != "" && q != root && q in parent && q != 1) q = parent[q]; if (q == root) print p } }')
-  for p in $pids; do [[ -r /proc/$p/stat ]] && total=$((total + $(awk '{print $14+$15}' "/proc/$p/stat"))); done
-  echo "$total"
-}
 layout_flags() { [[ $1 == one ]] && echo "" || echo "-tp 2 -pcp 2"; }
 CPU=$(lscpu | sed -n 's/^Model name: *//p')
 
