@@ -5,6 +5,11 @@
 //   itl_s         inter-token latency: one decode step, sampling included
 //   comm_s        time rank 0 spent inside collectives during the prefill
 //   comm_decode_s time rank 0 spent inside collectives per decode step
+//   comm_bytes    bytes rank 0 received from other ranks, by traffic kind (kv_gather,
+//                 query_gather, dcp_combine, pcp_combine, hidden_gather, logits_gather,
+//                 tp_all_reduce, control) and in total: "prefill" for the prompt's step,
+//                 "decode" per decode step (mean); textbook algorithm volumes as defined in
+//                 docs/context-parallel.md §11 (comm_bytes_model: the same from its formulas)
 //   kv_bytes_per_rank  K/V bytes one rank holds for this request at its end (rank 0's
 //                 share, the largest: up to one interleave unit over L / W)
 //   kv_bytes_without_cp  the same rank's figure with W = 1 (same TP), for the ratio
@@ -24,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <memory>
 #include <cstdio>
@@ -42,6 +48,7 @@
 #include "core/phase_profile.h"
 #include "kernels/peak.h"
 #include "kernels/sampling.h"
+#include "model/comm_volume.h"
 #include "model/model_cost.h"
 
 namespace cpinfer {
@@ -97,9 +104,30 @@ double now_s() {
       .count();
 }
 
+// Bytes received per traffic kind (Comm::stats(Traffic).recv_bytes).
+using TrafficBytes = std::array<double, kNumTraffic>;
+
+TrafficBytes traffic_bytes(const Comm& comm) {
+  TrafficBytes b{};
+  for (int i = 0; i < kNumTraffic; ++i) b[size_t(i)] = double(comm.stats(Traffic(i)).recv_bytes);
+  return b;
+}
+
+nlohmann::json traffic_json(const TrafficBytes& b) {
+  nlohmann::json j = nlohmann::json::object();
+  double total = 0;
+  for (int i = 0; i < kNumTraffic; ++i) {
+    j[std::string(traffic_name(Traffic(i)))] = b[size_t(i)];
+    total += b[size_t(i)];
+  }
+  j["total"] = total;
+  return j;
+}
+
 struct IterTimes {
   double ttft = 0, comm_prefill = 0;
   std::vector<double> itl, comm_decode;
+  TrafficBytes bytes_prefill{}, bytes_decode{};  // decode: mean per step
 };
 
 // One request through the executor (rank 0), timing each step.
@@ -122,6 +150,7 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
     prof->prefill_s += t.ttft;
   }
   t.comm_prefill = comm.stats().seconds;
+  t.bytes_prefill = traffic_bytes(comm);
   for (int64_t i = 1; i < output_len; ++i) {
     plan.seqs[0].begin += plan.seqs[0].num_tokens;
     plan.seqs[0].num_tokens = 1;
@@ -131,6 +160,9 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
     tok = argmax(exec.run(plan).data(), V, pool);
     t.itl.push_back(now_s() - s);
     t.comm_decode.push_back(comm.stats().seconds);
+    const TrafficBytes b = traffic_bytes(comm);
+    for (int k = 0; k < kNumTraffic; ++k)
+      t.bytes_decode[size_t(k)] += b[size_t(k)] / double(output_len - 1);
   }
   if (prof) {
     add_into(prof->decode, take_phase_profile());
@@ -161,6 +193,7 @@ int run_latency(const LatencyArgs& a) {
   }
   Rng rng(a.seed);
   std::vector<double> ttft, itl, comm_p, comm_d, read_gbps;
+  TrafficBytes bytes_prefill{}, bytes_decode{};  // of the last timed iteration
   PhaseTotals prof;
   set_phase_profiling(a.profile);
   // On one rank the read bandwidth is sampled right after every timed iteration (the same
@@ -178,6 +211,8 @@ int run_latency(const LatencyArgs& a) {
     comm_p.push_back(t.comm_prefill);
     itl.insert(itl.end(), t.itl.begin(), t.itl.end());
     comm_d.insert(comm_d.end(), t.comm_decode.begin(), t.comm_decode.end());
+    bytes_prefill = t.bytes_prefill;
+    bytes_decode = t.bytes_decode;
     if (probe)
       for (int r = 0; r < 3; ++r) read_gbps.push_back(probe->measure(0.1));
     CPI_LOG_INFO("iteration {}: ttft {:.3f}s, median itl {:.4f}s", it - a.warmup, t.ttft,
@@ -195,7 +230,7 @@ int run_latency(const LatencyArgs& a) {
   const int64_t cores = std::min<int64_t>(int64_t(comm.size()) * global_pool().size(),
                                           available_cpus());
   const double flops = prefill_flops(config, a.input_len);
-  const int64_t kv_elem = a.kv_dtype == "bf16" ? 2 : 4;
+  const int64_t kv_elem = int64_t(dtype_size(ro.kv_dtype));
   const int64_t kv_token = 2 * config.num_layers * config.num_kv_heads * config.head_dim * kv_elem;
   // Mean context over the timed decode steps: input_len + 1 ... input_len + output_len - 1.
   const int64_t mean_context = a.input_len + a.output_len / 2;
@@ -219,6 +254,12 @@ int run_latency(const LatencyArgs& a) {
   j["comm_share_prefill"] = median(comm_p) / median(ttft);
   j["comm_decode_s"] = median(comm_d);
   j["comm_share_decode"] = itl.empty() ? 0.0 : median(comm_d) / median(itl);
+  j["comm_bytes"] = {{"prefill", traffic_json(bytes_prefill)},
+                     {"decode", traffic_json(bytes_decode)}};
+  // The same from the formulas (model/comm_volume.h; control traffic is not modelled).
+  const CommModelLayout cml{a.layout.tp, a.layout.pcp, a.layout.dcp, kv_elem};
+  j["comm_bytes_model"] = {{"prefill", traffic_json(prefill_comm_bytes(config, cml, a.input_len))},
+                           {"decode", traffic_json(decode_comm_bytes(config, cml))}};
   j["kv_bytes_per_rank"] = cp.local_len(cached, 0) * runner.kv_bytes_per_local_token();
   // What this rank would hold with the same TP but no context parallelism (W = 1).
   j["kv_bytes_without_cp"] = cached * runner.kv_bytes_per_local_token();

@@ -33,7 +33,8 @@ void partition_pcp(const std::vector<PcpRequest>& reqs, int64_t P, int64_t r, Pc
   part.pcp = P;
   part.rank = r;
   for (auto* v : {&part.padded_len, &part.chunk, &part.local_count, &part.local_offset,
-                  &part.local_src, &part.local_pos, &part.restore, &part.padded_start})
+                  &part.local_src, &part.local_pos, &part.restore, &part.padded_start,
+                  &part.real_restore})
     v->clear();
   part.local_is_pad.clear();
   int64_t offset = 0, padded_cursor = 0, gathered_per_rank = 0;
@@ -86,6 +87,36 @@ void partition_pcp(const std::vector<PcpRequest>& reqs, int64_t P, int64_t r, Pc
       part.restore.push_back(rank * gathered_per_rank + g0 + (k < P ? 0 : c) + j % c);
     }
     g0 += 2 * c;
+  }
+  // Pad-free gather. Rank k's real rows of a request of n tokens: its head chunk k holds
+  // clamp(n - k c, 0, c), its tail chunk 2P-1-k clamp(n - (2P-1-k) c, 0, c). Example, P 2,
+  // n 5 (c 2): rank 0 holds 0,1 | - -, rank 1 holds 2,3 | 4 -, so real_count [2, 3] and
+  // real_restore [0 1 | 2 3 4 | -1 -1 -1] (rank 1's block starts at row 2).
+  auto real_in = [](int64_t n, int64_t chunk, int64_t c) {
+    return std::clamp<int64_t>(n - chunk * c, 0, c);
+  };
+  part.real_count.assign(size_t(P), 0);
+  for (size_t q = 0; q < reqs.size(); ++q) {
+    if (reqs[q].is_decode) continue;
+    const int64_t n = reqs[q].num_new_tokens, c = part.chunk[q];
+    for (int64_t k = 0; k < P; ++k)
+      part.real_count[size_t(k)] += real_in(n, k, c) + real_in(n, 2 * P - 1 - k, c);
+  }
+  // cursor[k]: rank k's next row in the gather (its block starts after ranks 0..k-1).
+  std::vector<int64_t>& cursor = part.real_cursor_;
+  cursor.assign(size_t(P), 0);
+  for (int64_t k = 1; k < P; ++k) cursor[size_t(k)] = cursor[size_t(k - 1)] + part.real_count[size_t(k - 1)];
+  for (size_t q = 0; q < reqs.size(); ++q) {
+    if (reqs[q].is_decode) continue;
+    const int64_t n = reqs[q].num_new_tokens, c = part.chunk[q];
+    for (int64_t j = 0; j < 2 * P * c; ++j) {
+      const int64_t k = j / c, rank = k < P ? k : 2 * P - 1 - k;
+      // The tail chunk's real rows follow the head chunk's on the same rank.
+      const int64_t before = k < P ? 0 : real_in(n, rank, c);
+      part.real_restore.push_back(j < n ? cursor[size_t(rank)] + before + j % c : -1);
+    }
+    for (int64_t k = 0; k < P; ++k)
+      cursor[size_t(k)] += real_in(n, k, c) + real_in(n, 2 * P - 1 - k, c);
   }
 }
 

@@ -37,6 +37,13 @@ struct PcpPartition {
   std::vector<int64_t> restore;       // [gathered_tokens]
   std::vector<int64_t> padded_start;  // per request: start in padded global order (prefill
                                       // requests only; -1 for decode)
+  // The pad-free gather the engine runs: every rank contributes only its real prefill
+  // tokens, in local order. real_count[k]: rows PCP rank k sends; real_restore[i]: the row of
+  // padded-global token i in that gather, or -1 for a pad. Pads are the last positions of
+  // a request, so inside each chunk the real rows are a prefix.
+  std::vector<int64_t> real_count;    // [P]
+  std::vector<int64_t> real_restore;  // [gathered_tokens]
+  std::vector<int64_t> real_cursor_;  // scratch of partition_pcp
 };
 
 // Builds rank r's partition for a batch. Requests keep their order; a prefill request

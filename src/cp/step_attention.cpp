@@ -52,23 +52,37 @@ void StepAttention::plan(const RankStep& step, const KvCache& cache, ThreadPool&
     return;
   }
   const int64_t KD = hkv_ * D_, QD = hq_ * D_, N = step.new_kv_rows;
-  const int64_t G = int64_t(step.gather_rows.size()), Gc = int64_t(step.chunk_rows.size());
+  const int64_t Gc = int64_t(step.chunk_rows.size()), Td = int64_t(step.decode_rows.size());
   const int64_t Ns = step.num_shard_queries(), dcp = layout_.dcp, P = layout_.pcp;
   const int64_t GH = dcp * hq_;
+  // The K/V gather ships the cache's dtype: a bf16 cache stores rounded K/V anyway.
+  kv_wire_ = cache.shape().dtype == DType::BF16 ? DType::BF16 : DType::F32;
+  int64_t gathered_rows = 0;
+  kv_counts_.clear();
+  kv_displs_.clear();
+  for (size_t k = 0; k < step.gather_counts.size(); ++k) {
+    kv_counts_.push_back(int(step.gather_counts[k] * 2 * KD));
+    kv_displs_.push_back(int(step.gather_displs[k] * 2 * KD));
+    gathered_rows += step.gather_counts[k];
+  }
+  const size_t esz = dtype_size(kv_wire_);
+  kv_send_.resize(size_t(int64_t(step.gather_rows.size()) * 2 * KD) * esz);
+  kv_recv_.resize(size_t(gathered_rows * 2 * KD) * esz);
   kbuf_.resize(size_t(N * KD));
   vbuf_.resize(size_t(N * KD));
-  send_.resize(size_t(std::max(G * 2 * KD, Gc * QD)));
-  gathered_.resize(size_t(std::max({P * G * 2 * KD, dcp * Ns * QD, P * Gc * QD})));
+  send_.resize(size_t(Gc * QD));
+  gathered_.resize(size_t(dcp * Ns * QD));
   qs_.resize(size_t(Ns * QD));
   qg_.resize(size_t(Ns * GH * D_));
   od_.resize(size_t(Ns * GH * D_));
   lsed_.resize(size_t(Ns * GH));
-  lse_all_.resize(size_t(dcp * Ns * GH));
-  scaled_.resize(size_t(dcp * Ns * QD));
   mine_.resize(size_t(Ns * QD));
   s_star_.resize(size_t(Ns * hq_));
-  s_all_.resize(size_t(P * Ns * hq_));
-  weights_.resize(size_t(std::max(dcp, P)));
+  // Exchange blocks of partial states, [O rows | LSEs] per destination rank.
+  xsend_.resize(size_t(std::max(dcp * Ns, P * (Td + Gc)) * hq_ * (D_ + 1)));
+  xrecv_.resize(xsend_.size());
+  merged_.resize(size_t((Td + Gc) * QD));
+  merged_lse_.resize(size_t((Td + Gc) * hq_));
   if (!step.causal.page_indices.empty()) {
     // The new K/V buffer as a paged cache of page size 1 whose "pages" are buffer rows.
     PagedKv shape{nullptr, nullptr, DType::F32, 1, hkv_, D_};
@@ -108,39 +122,78 @@ void StepAttention::run(const RankStep& step, int64_t layer, KvCache& cache, con
   if (step.num_shard_queries() > 0) shard(step, layer, cache, q, ld, sm_scale, o, pool);
 }
 
+namespace {
+
+// Packs row `row` of k and v ([KD] each) as [k | v] in the wire dtype at dst.
+void pack_kv(const float* k, const float* v, int64_t KD, DType wire, uint8_t* dst) {
+  if (wire == DType::BF16) {
+    bf16* d = reinterpret_cast<bf16*>(dst);
+    for (int64_t j = 0; j < KD; ++j) d[j] = bf16(k[j]);
+    for (int64_t j = 0; j < KD; ++j) d[KD + j] = bf16(v[j]);
+  } else {
+    std::memcpy(dst, k, size_t(KD) * 4);
+    std::memcpy(dst + KD * 4, v, size_t(KD) * 4);
+  }
+}
+
+// The inverse: one gathered [k | v] row into f32 rows k and v.
+void unpack_kv(const uint8_t* src, int64_t KD, DType wire, float* k, float* v) {
+  if (wire == DType::BF16) {
+    const bf16* s = reinterpret_cast<const bf16*>(src);
+    for (int64_t j = 0; j < KD; ++j) k[j] = float(s[j]);
+    for (int64_t j = 0; j < KD; ++j) v[j] = float(s[KD + j]);
+  } else {
+    std::memcpy(k, src, size_t(KD) * 4);
+    std::memcpy(v, src + KD * 4, size_t(KD) * 4);
+  }
+}
+
+}  // namespace
+
 void StepAttention::new_tokens(const RankStep& step, int64_t layer, KvCache& cache,
                                const float* q, const float* k, const float* v, int64_t ld,
                                float sm_scale, float* o, ThreadPool& pool) {
   const int64_t KD = hkv_ * D_, T = step.num_tokens(), N = step.new_kv_rows;
+  const bool round_to_bf16 = cache.shape().dtype == DType::BF16;
   if (layout_.pcp > 1) {
-    // Pack each gathered row as [k | v] so one all-gather moves both, then restore:
-    // buffer row i = gathered row restore[i] (padded global order).
+    // Pack each real local row as [k | v] in the cache's dtype so one all-gather moves both
+    // (no pads), then restore: buffer row i = gathered row restore[i] (padded global order);
+    // a pad's row is zero (no real query sees it).
+    TrafficScope traffic(comm_, Traffic::KvGather);
     const int64_t G = int64_t(step.gather_rows.size());
+    const size_t row_bytes = size_t(2 * KD) * dtype_size(kv_wire_);
     for (int64_t i = 0; i < G; ++i) {
       const int64_t row = step.gather_rows[size_t(i)];
-      std::memcpy(&send_[size_t(i * 2 * KD)], k + row * ld, size_t(KD) * 4);
-      std::memcpy(&send_[size_t(i * 2 * KD + KD)], v + row * ld, size_t(KD) * 4);
+      pack_kv(k + row * ld, v + row * ld, KD, kv_wire_, &kv_send_[size_t(i) * row_bytes]);
     }
-    comm_->all_gather(send_.data(), gathered_.data(), size_t(G * 2 * KD), DType::F32, Group::Pcp);
+    comm_->all_gather_v(kv_send_.data(), size_t(G * 2 * KD), kv_recv_.data(), kv_counts_,
+                        kv_displs_, kv_wire_, Group::Pcp);
     CPI_ASSERT(int64_t(step.restore.size()) == N);
     for (int64_t i = 0; i < N; ++i) {
-      const float* src = &gathered_[size_t(step.restore[size_t(i)] * 2 * KD)];
-      std::memcpy(&kbuf_[size_t(i * KD)], src, size_t(KD) * 4);
-      std::memcpy(&vbuf_[size_t(i * KD)], src + KD, size_t(KD) * 4);
+      const int64_t r = step.restore[size_t(i)];
+      float* kd = &kbuf_[size_t(i * KD)];
+      float* vd = &vbuf_[size_t(i * KD)];
+      if (r < 0) {
+        std::fill_n(kd, KD, 0.f);
+        std::fill_n(vd, KD, 0.f);
+      } else {
+        unpack_kv(&kv_recv_[size_t(r) * row_bytes], KD, kv_wire_, kd, vd);
+      }
     }
   } else {
     for (int64_t i = 0; i < T; ++i) {
       std::memcpy(&kbuf_[size_t(i * KD)], k + i * ld, size_t(KD) * 4);
       std::memcpy(&vbuf_[size_t(i * KD)], v + i * ld, size_t(KD) * 4);
     }
+    // A bf16 cache: attend to the new tokens as the cache holds them (rounded), as one rank
+    // and the later context attention do, so that the layout does not change the answer
+    // (under PCP the gather already carried them rounded).
+    if (round_to_bf16)
+      for (std::vector<float>* buf : {&kbuf_, &vbuf_})
+        for (int64_t i = 0; i < N * KD; ++i) (*buf)[size_t(i)] = float(bf16((*buf)[size_t(i)]));
   }
   // Each rank caches only the real new tokens it owns (slot -1 skips the rest).
   cache.append(layer, kbuf_.data(), vbuf_.data(), KD, step.new_kv_slots.data(), N);
-  // A bf16 cache: attend to the new tokens as the cache holds them (rounded), as one rank
-  // and the later context attention do, so that the layout does not change the answer.
-  if (cache.shape().dtype == DType::BF16)
-    for (std::vector<float>* buf : {&kbuf_, &vbuf_})
-      for (int64_t i = 0; i < N * KD; ++i) (*buf)[size_t(i)] = float(bf16((*buf)[size_t(i)]));
   PagedKv kv{kbuf_.data(), vbuf_.data(), DType::F32, 1, hkv_, D_};
   run_attention(causal_plan_, q, ld, kv, sm_scale, o, hq_ * D_, lse_.data(), causal_ws_, pool);
 }
@@ -158,12 +211,15 @@ void StepAttention::shard(const RankStep& step, int64_t layer, KvCache& cache, c
     float* chunk_q = P > 1 ? send_.data() : &qs_[size_t(Td * QD)];
     for (int64_t i = 0; i < Gc; ++i)
       std::memcpy(chunk_q + i * QD, q + step.chunk_rows[size_t(i)] * ld, size_t(QD) * 4);
-    if (P > 1)
+    if (P > 1) {
+      TrafficScope traffic(comm_, Traffic::QueryGather);
       comm_->all_gather(send_.data(), &qs_[size_t(Td * QD)], size_t(Gc * QD), DType::F32,
                         Group::Pcp);
+    }
   }
   // 1. DCP Q all-gather: [dcp][Ns][QD] -> per query [dcp * hq heads][D] (DCP-rank order).
   if (dcp > 1) {
+    TrafficScope traffic(comm_, Traffic::QueryGather);
     comm_->all_gather(qs_.data(), gathered_.data(), size_t(Ns * QD), DType::F32, Group::Dcp);
     for (int64_t n = 0; n < dcp; ++n)
       for (int64_t i = 0; i < Ns; ++i)
@@ -171,56 +227,65 @@ void StepAttention::shard(const RankStep& step, int64_t layer, KvCache& cache, c
                     size_t(QD) * 4);
   }
   const float* qg = dcp > 1 ? qg_.data() : qs_.data();
-  // 2. Partial attention over this rank's shard.
+  // 2. Partial attention over this rank's shard: od_ [Ns][GH][D], lsed_ [Ns][GH].
   run_attention(shard_plan_, qg, GH * D_, cache.layer(layer), sm_scale, od_.data(), GH * D_,
                 lsed_.data(), shard_ws_, pool);
-  // 3. DCP combine: all-gather the LSEs, rescale by the merge weights, reduce-scatter the
-  //    heads back to their owners. mine_: [Ns][QD] this rank's heads, s_star_: [Ns][hq].
-  float* w = weights_.data();
-  const float* od = od_.data();
-  const float* lse_shard = lsed_.data();
+  // 3. DCP combine, one all-to-all: DCP rank n gets every rank's partial state of its own
+  //    heads n * hq .. n * hq + hq - 1 and merges them (merge_states, in rank order).
+  //    Block n of the exchange: [Ns][hq][D] O rows, then [Ns][hq] LSEs. mine_: [Ns][QD]
+  //    this rank's heads over the DCP group's shards, s_star_: [Ns][hq] their LSEs.
   if (dcp > 1) {
-    comm_->all_gather(lsed_.data(), lse_all_.data(), size_t(Ns * GH), DType::F32, Group::Dcp);
-    const int64_t me = layout_.dcp_rank;
-    // scaled_: [owner dcp rank][Ns][QD], the layout reduce-scatter splits by rank.
-    for (int64_t i = 0; i < Ns; ++i)
-      for (int64_t h = 0; h < GH; ++h) {
-        const float s_star = merge_weights(dcp, &lse_all_[size_t(i * GH + h)], Ns * GH, w);
-        const float wm = w[me];
-        const int64_t owner = h / hq_, lh = h % hq_;
-        const float* src = &od[size_t((i * GH + h) * D_)];
-        float* dst = &scaled_[size_t(((owner * Ns + i) * hq_ + lh) * D_)];
-        for (int64_t d = 0; d < D_; ++d) dst[d] = wm == 0.f ? 0.f : src[d] * wm;
-        if (owner == me) s_star_[size_t(i * hq_ + lh)] = s_star;
+    TrafficScope traffic(comm_, Traffic::DcpCombine);
+    const int64_t blk = Ns * hq_ * (D_ + 1);
+    for (int64_t n = 0; n < dcp; ++n) {
+      float* ob = &xsend_[size_t(n * blk)];
+      float* lb = ob + Ns * QD;
+      for (int64_t i = 0; i < Ns; ++i) {
+        std::memcpy(ob + i * QD, &od_[size_t((i * GH + n * hq_) * D_)], size_t(QD) * 4);
+        std::memcpy(lb + i * hq_, &lsed_[size_t(i * GH + n * hq_)], size_t(hq_) * 4);
       }
-    comm_->reduce_scatter_sum(scaled_.data(), mine_.data(), size_t(Ns * QD), DType::F32,
-                              Group::Dcp);
+    }
+    comm_->all_to_all(xsend_.data(), xrecv_.data(), size_t(blk), DType::F32, Group::Dcp);
+    merge_states(dcp, Ns, hq_, D_, xrecv_.data(), blk, QD, xrecv_.data() + Ns * QD, blk, hq_,
+                 mine_.data(), QD, s_star_.data(), hq_, &pool);
   } else {
     std::copy(od_.begin(), od_.begin() + Ns * QD, mine_.begin());
-    std::copy(lse_shard, lse_shard + Ns * hq_, s_star_.begin());
+    std::copy(lsed_.begin(), lsed_.begin() + Ns * hq_, s_star_.begin());
   }
-  // 4. PCP combine: all-gather s*, rescale, all-reduce; every PCP rank ends identical, and
-  //    s_star_ becomes the LSE over the whole context (needed to merge chunk rows).
+  // 4. PCP combine, one all-to-all: PCP rank p needs the decode rows (replicated on every
+  //    PCP rank) and its own block of chunk queries. Block p of the exchange: [Td + Gc][hq][D]
+  //    O rows (decodes, then chunk block p), then [Td + Gc][hq] LSEs. Every rank merges the
+  //    same decode states in the same order, so decode outputs stay identical everywhere.
+  //    merged_ / merged_lse_: [Td decodes][Gc own chunk rows], over the whole context.
+  const int64_t M = Td + Gc;
   if (P > 1) {
-    comm_->all_gather(s_star_.data(), s_all_.data(), size_t(Ns * hq_), DType::F32, Group::Pcp);
-    const int64_t me = layout_.pcp_rank;
-    for (int64_t i = 0; i < Ns; ++i)
-      for (int64_t h = 0; h < hq_; ++h) {
-        s_star_[size_t(i * hq_ + h)] = merge_weights(P, &s_all_[size_t(i * hq_ + h)], Ns * hq_, w);
-        float* dst = &mine_[size_t((i * hq_ + h) * D_)];
-        for (int64_t d = 0; d < D_; ++d) dst[d] = w[me] == 0.f ? 0.f : dst[d] * w[me];
-      }
-    comm_->all_reduce_sum(mine_.data(), size_t(Ns * QD), DType::F32, Group::Pcp);
+    TrafficScope traffic(comm_, Traffic::PcpCombine);
+    const int64_t blk = M * hq_ * (D_ + 1);
+    for (int64_t p = 0; p < P; ++p) {
+      float* ob = &xsend_[size_t(p * blk)];
+      float* lb = ob + M * QD;
+      auto put = [&](int64_t dst_row, int64_t src_row) {
+        std::memcpy(ob + dst_row * QD, &mine_[size_t(src_row * QD)], size_t(QD) * 4);
+        std::memcpy(lb + dst_row * hq_, &s_star_[size_t(src_row * hq_)], size_t(hq_) * 4);
+      };
+      for (int64_t i = 0; i < Td; ++i) put(i, i);
+      for (int64_t i = 0; i < Gc; ++i) put(Td + i, Td + p * Gc + i);
+    }
+    comm_->all_to_all(xsend_.data(), xrecv_.data(), size_t(blk), DType::F32, Group::Pcp);
+    merge_states(P, M, hq_, D_, xrecv_.data(), blk, QD, xrecv_.data() + M * QD, blk, hq_,
+                 merged_.data(), QD, merged_lse_.data(), hq_, &pool);
+  } else {
+    std::copy(mine_.begin(), mine_.begin() + M * QD, merged_.begin());
+    std::copy(s_star_.begin(), s_star_.begin() + M * hq_, merged_lse_.begin());
   }
-  // 5. Decode rows take the combined state; chunk rows merge it (block pcp_rank: this
-  //    rank's own chunk queries) into their causal state in o / lse_.
+  // 5. Decode rows take the combined state; chunk rows merge it into their causal state in
+  //    o / lse_.
   for (int64_t i = 0; i < Td; ++i)
-    std::memcpy(o + step.decode_rows[size_t(i)] * QD, &mine_[size_t(i * QD)], size_t(QD) * 4);
-  const int64_t first = Td + (P > 1 ? layout_.pcp_rank : 0) * Gc;
+    std::memcpy(o + step.decode_rows[size_t(i)] * QD, &merged_[size_t(i * QD)], size_t(QD) * 4);
   for (int64_t i = 0; i < Gc; ++i) {
     const int64_t row = step.chunk_rows[size_t(i)];
     merge_state(1, hq_, D_, o + row * QD, QD, &lse_[size_t(row * hq_)], hq_,
-                &mine_[size_t((first + i) * QD)], QD, &s_star_[size_t((first + i) * hq_)], hq_,
+                &merged_[size_t((Td + i) * QD)], QD, &merged_lse_[size_t((Td + i) * hq_)], hq_,
                 o + row * QD, QD, &lse_[size_t(row * hq_)], hq_);
   }
 }

@@ -4,13 +4,15 @@
 //
 // W == 1: write the new rows' K/V to the cache, then paged causal attention over it.
 // W > 1, in this order:
-//   1. new K/V: PCP all-gather + restore (pcp > 1) or a copy of the local rows, written to
-//      the cache by its owners; causal attention over it (head/tail chunks under PCP).
+//   1. new K/V: PCP all-gather of the real rows in the cache's dtype + restore (pcp > 1) or
+//      a copy of the local rows, written to the cache by its owners; causal attention over
+//      it (head/tail chunks under PCP).
 //   2. decode tokens: the owner writes the token's K/V.
 //   3. shard attention: decode queries and chunk queries (PCP-gathered) against this rank's
-//      shard of the context: DCP Q all-gather, partial attention, DCP combine
-//      (reduce-scatter of the heads), PCP combine (all-reduce); every weight from
-//      merge_weights (kernels/merge_state.h).
+//      shard of the context: DCP Q all-gather, partial attention, DCP combine (one
+//      all-to-all of (O, LSE): each rank merges its own heads), PCP combine (one all-to-all:
+//      each rank merges the decode rows and its own chunk rows); every merge is
+//      merge_states (kernels/merge_state.h).
 //   4. decode outputs are the combined states; chunk rows merge the combined context state
 //      into their causal state (merge_state).
 #pragma once
@@ -53,8 +55,12 @@ class StepAttention {
   AttentionPlan paged_plan_, causal_plan_, shard_plan_;
   AttentionWorkspace paged_ws_, causal_ws_, shard_ws_;
   // Workspaces (grow to the largest step; reused by every layer).
-  std::vector<float> lse_, send_, gathered_, kbuf_, vbuf_, qs_, qg_, od_, lsed_, lse_all_,
-      scaled_, mine_, s_star_, s_all_, weights_;
+  std::vector<float> lse_, send_, gathered_, kbuf_, vbuf_, qs_, qg_, od_, lsed_, mine_, s_star_,
+      xsend_, xrecv_, merged_, merged_lse_;
+  // The K/V gather in the cache's dtype (bytes), its counts and displacements (elements).
+  DType kv_wire_ = DType::F32;
+  std::vector<uint8_t> kv_send_, kv_recv_;
+  std::vector<int> kv_counts_, kv_displs_;
 };
 
 }  // namespace cpinfer

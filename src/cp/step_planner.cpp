@@ -34,8 +34,11 @@ void StepPlanner::plan(const std::vector<SequenceStep>& steps, PagePool& pool, R
   RankStep& s = *out;
   s.layout = layout_;
   for (auto* v : {&s.slots, &s.gather_rows, &s.restore, &s.new_kv_slots, &s.decode_rows,
-                  &s.decode_slots, &s.chunk_rows, &s.logit_rows})
+                  &s.decode_slots, &s.chunk_rows, &s.logit_rows, &s.hidden_rows})
     v->clear();
+  for (auto* v : {&s.gather_counts, &s.gather_displs, &s.hidden_counts, &s.hidden_displs})
+    v->clear();
+  logit_req_.clear();
   s.tokens.clear();
   s.positions.clear();
   s.logit_from_gathered.clear();
@@ -92,7 +95,7 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
         const size_t t = size_t(part_.local_offset[i] + k);
         const int64_t src = part_.local_src[t];
         if (chunk) s.chunk_rows.push_back(s.num_tokens());
-        s.gather_rows.push_back(s.num_tokens());
+        if (src >= 0) s.gather_rows.push_back(s.num_tokens());  // pads are not gathered
         s.tokens.push_back(st.tokens[src >= 0 ? src : 0]);
         s.positions.push_back(int32_t(src >= 0 ? C + part_.local_pos[t] : 0));
       }
@@ -105,7 +108,15 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
       s.positions.push_back(int32_t(C + k));
     }
   }
-  if (P > 1) s.restore = part_.restore;
+  if (P > 1) {
+    s.restore = part_.real_restore;
+    for (int64_t k = 0, off = 0; k < P; ++k) {
+      s.gather_counts.push_back(int(part_.real_count[size_t(k)]));
+      s.gather_displs.push_back(int(off));
+      off += part_.real_count[size_t(k)];
+    }
+    CPI_ASSERT(s.gather_counts[size_t(layout_.pcp_rank)] == int(s.gather_rows.size()));
+  }
   s.new_kv_rows = P > 1 ? part_.gathered_tokens : s.num_tokens();
   s.new_kv_slots.assign(size_t(s.new_kv_rows), -1);
 
@@ -138,8 +149,9 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
       add_causal(c, start, (2 * P - r) * c);
       for (int64_t p = 0; p < n; ++p) s.new_kv_slots[size_t(start + p)] = slot_of(seq, C + p);
       for (int64_t p = st.all_logits ? 0 : n - 1; p < n; ++p) {
-        s.logit_rows.push_back(start + p);
+        s.logit_rows.push_back(p);  // relative to the request: plan_hidden_gather maps it
         s.logit_from_gathered.push_back(1);
+        logit_req_.push_back(int64_t(i));
       }
     } else {
       add_causal(n, off, n);
@@ -160,9 +172,50 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
       const int64_t q_len = P > 1 ? part_.local_count[i] : st.num_tokens;
       s.shard.add(q_len, layout_.local_len(C), st.seq->pages.data(), layout_.pages_needed(C));
     }
+  if (P > 1 && !logit_req_.empty()) plan_hidden_gather(s);
   CPI_ASSERT(s.causal.q_indptr.back() == s.num_tokens());
   CPI_ASSERT(s.num_shard_queries() ==
              int64_t(s.decode_rows.size()) + P * int64_t(s.chunk_rows.size()));
+}
+
+}  // namespace cpinfer
+
+namespace cpinfer {
+
+void StepPlanner::plan_hidden_gather(RankStep& s) {
+  // New token j (relative) of request q lies in chunk k = j / c, held by PCP rank k (head)
+  // or 2P-1-k (tail), at local row local_offset[q] + (k < P ? 0 : c) + j % c there (local
+  // rows line up on every PCP rank). Example, P 2, one request of 8 (c 2): its last token
+  // j 7 is in chunk 3, rank 0's tail, local row 2 + 1 = 3; rank 0 sends 1 row, rank 1 none.
+  const int64_t P = layout_.pcp, me = layout_.pcp_rank;
+  s.hidden_counts.assign(size_t(P), 0);
+  // r: index into logit_rows, g: the same row's index among the gathered ones.
+  auto owner_of = [&](size_t r, size_t g, int64_t* local_row) {
+    const size_t q = size_t(logit_req_[g]);
+    const int64_t j = s.logit_rows[r], c = part_.chunk[q], k = j / c;
+    *local_row = local_offset_[q] + (k < P ? 0 : c) + j % c;
+    return k < P ? k : 2 * P - 1 - k;
+  };
+  size_t g = 0;  // index into logit_req_ (gathered logit rows only)
+  for (size_t r = 0; r < s.logit_rows.size(); ++r) {
+    if (!s.logit_from_gathered[r]) continue;
+    int64_t row = 0;
+    s.hidden_counts[size_t(owner_of(r, g++, &row))]++;
+  }
+  hidden_next_.assign(size_t(P), 0);
+  for (int64_t k = 0, off = 0; k < P; ++k) {
+    s.hidden_displs.push_back(int(off));
+    hidden_next_[size_t(k)] = off;
+    off += s.hidden_counts[size_t(k)];
+  }
+  g = 0;
+  for (size_t r = 0; r < s.logit_rows.size(); ++r) {
+    if (!s.logit_from_gathered[r]) continue;
+    int64_t row = 0;
+    const int64_t owner = owner_of(r, g++, &row);
+    if (owner == me) s.hidden_rows.push_back(row);
+    s.logit_rows[r] = hidden_next_[size_t(owner)]++;
+  }
 }
 
 }  // namespace cpinfer

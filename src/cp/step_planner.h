@@ -67,10 +67,13 @@ struct RankStep {
   AttentionWork paged;
 
   // ---- W > 1.
-  // PCP gather (pcp > 1): the local rows of prefill and chunk tokens, in local order; the
-  // gathered buffer is [pcp * gather_rows.size()] rows, `restore[i]` is the gathered row of
-  // padded-global row i.
+  // PCP K/V gather (pcp > 1), pad-free: this rank sends the local rows of its real prefill
+  // and chunk tokens (gather_rows, in local order); PCP rank k sends gather_counts[k] rows,
+  // which land at row gather_displs[k] of the gathered buffer. `restore[i]`: the gathered
+  // row of padded-global row i, or -1 for a pad (its buffer row is zero and never seen by
+  // a real query: pads are the last positions of their request).
   std::vector<int64_t> gather_rows;
+  std::vector<int> gather_counts, gather_displs;  // [pcp], in rows
   std::vector<int64_t> restore;
   // The new K/V buffer: pcp > 1: the restored gathered rows; pcp == 1: every local row.
   // new_kv_slots[i]: the cache slot of buffer row i on this rank, or -1 (not owned, a pad,
@@ -90,9 +93,13 @@ struct RankStep {
   AttentionWork shard;
 
   // Logits: rows of the final hidden state, local rows (from_gathered 0) or rows of the
-  // restored PCP-gathered hidden states (1).
+  // PCP-gathered final hidden rows (1). That gather carries only the rows that give logits:
+  // this rank sends its local rows hidden_rows; PCP rank k sends hidden_counts[k] rows,
+  // landing at hidden_displs[k] (a prefill's last token is held by one PCP rank).
   std::vector<int64_t> logit_rows;
   std::vector<uint8_t> logit_from_gathered;
+  std::vector<int64_t> hidden_rows;
+  std::vector<int> hidden_counts, hidden_displs;  // [pcp], in rows
 
   int64_t num_tokens() const { return int64_t(tokens.size()); }
   int64_t num_shard_queries() const { return shard.q_indptr.empty() ? 0 : shard.q_indptr.back(); }
@@ -113,10 +120,14 @@ class StepPlanner {
   // Slot of position p on this rank, or -1 when another rank owns it.
   int64_t slot_of(const SequenceState& seq, int64_t p) const;
 
+  // Turns the gathered logit rows (padded-global rows of request logit_req_[r]) into rows
+  // of the final hidden gather.
+  void plan_hidden_gather(RankStep& s);
+
   CpLayout layout_;
   std::vector<PcpRequest> reqs_;
   PcpPartition part_;
-  std::vector<int64_t> local_offset_;
+  std::vector<int64_t> local_offset_, logit_req_, hidden_next_;
 };
 
 // Marks the step's tokens as cached (after a successful forward).

@@ -117,17 +117,33 @@ struct Comm::Timed {
   Comm* c;
   Group g;
   size_t bytes;
+  size_t recv_bytes;  // 0 in a group of one (nothing crosses a link)
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   ~Timed() {
     const double dt =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (CommStats* s : {&c->stats_, &c->group_stats_[int(g)]}) {
+    for (CommStats* s : {&c->stats_, &c->group_stats_[int(g)], &c->traffic_stats_[int(c->traffic_)]}) {
       s->seconds += dt;
       s->calls += 1;
       s->bytes += bytes;
+      s->recv_bytes += recv_bytes;
     }
   }
 };
+
+std::string_view traffic_name(Traffic t) {
+  switch (t) {
+    case Traffic::Control: return "control";
+    case Traffic::KvGather: return "kv_gather";
+    case Traffic::QueryGather: return "query_gather";
+    case Traffic::DcpCombine: return "dcp_combine";
+    case Traffic::PcpCombine: return "pcp_combine";
+    case Traffic::HiddenGather: return "hidden_gather";
+    case Traffic::LogitsGather: return "logits_gather";
+    case Traffic::TpAllReduce: return "tp_all_reduce";
+  }
+  return "?";
+}
 
 Comm& Comm::world() {
   static Comm comm;
@@ -230,7 +246,11 @@ void Comm::set_layout(const ParallelLayout& layout) {
 void Comm::all_reduce_sum(void* buf, size_t count, DType dtype, Group g) {
   Impl& m = *impl_;
   Impl::GroupComm& gc = m.group(g);
-  Timed t{this, g, count * dtype_size(dtype)};
+  const size_t n_ranks = size_t(gc.size);
+  // Ring: a reduce-scatter and an all-gather, each receiving (n - 1) / n of the buffer
+  // (bf16 travels as f32, see below).
+  const size_t wire = dtype == DType::BF16 ? 4 : dtype_size(dtype);
+  Timed t{this, g, count * dtype_size(dtype), 2 * (n_ranks - 1) * count * wire / n_ranks};
   if (gc.size == 1 || count == 0) return;
   const int n = as_int(count, "all_reduce_sum");
   switch (dtype) {
@@ -261,7 +281,7 @@ void Comm::all_gather(const void* send, void* recv, size_t count, DType dtype, G
   Impl& m = *impl_;
   Impl::GroupComm& gc = m.group(g);
   const size_t esz = dtype_size(dtype);
-  Timed t{this, g, count * esz * gc.size};
+  Timed t{this, g, count * esz * gc.size, count * esz * size_t(gc.size - 1)};
   char* own = static_cast<char*>(recv) + size_t(gc.rank) * count * esz;
   if (gc.size == 1) {
     if (count && send != own) std::memmove(own, send, count * esz);
@@ -287,7 +307,7 @@ void Comm::all_gather_v(const void* send, size_t count, void* recv,
   const size_t esz = dtype_size(dtype);
   size_t total = 0;
   for (int c : counts) total += size_t(c);
-  Timed t{this, g, total * esz};
+  Timed t{this, g, total * esz, (total - count) * esz};
   if (gc.size == 1) {
     char* dst = static_cast<char*>(recv) + size_t(displs[0]) * esz;
     if (count && dst != send) std::memmove(dst, send, count * esz);
@@ -304,7 +324,8 @@ void Comm::reduce_scatter_sum(const void* send, void* recv, size_t count, DType 
   Impl::GroupComm& gc = m.group(g);
   const size_t esz = dtype_size(dtype);
   const size_t total = count * size_t(gc.size);
-  Timed t{this, g, total * esz};
+  const size_t wire = dtype == DType::BF16 ? 4 : esz;  // bf16 travels as f32, see below
+  Timed t{this, g, total * esz, count * wire * size_t(gc.size - 1)};
   if (gc.size == 1) {
     if (count && send != recv) std::memmove(recv, send, count * esz);
     return;
@@ -340,7 +361,7 @@ void Comm::reduce_scatter_sum(const void* send, void* recv, size_t count, DType 
 void Comm::broadcast(void* buf, size_t bytes, int root, Group g) {
   Impl& m = *impl_;
   Impl::GroupComm& gc = m.group(g);
-  Timed t{this, g, bytes};
+  Timed t{this, g, bytes, gc.rank == root ? 0 : bytes};
   if (gc.size == 1) {
     CPI_CHECK(root == 0, "Comm::broadcast on group {}: root {} is outside the group of size 1",
               group_name(g), root);
@@ -360,7 +381,7 @@ void Comm::all_to_all(const void* send, void* recv, size_t count, DType dtype, G
   Impl& m = *impl_;
   Impl::GroupComm& gc = m.group(g);
   const size_t esz = dtype_size(dtype);
-  Timed t{this, g, count * esz * gc.size};
+  Timed t{this, g, count * esz * gc.size, count * esz * size_t(gc.size - 1)};
   if (gc.size == 1) {
     if (count && send != recv) std::memmove(recv, send, count * esz);
     return;
@@ -389,7 +410,8 @@ void Comm::all_to_all_v(const void* send, const std::vector<int>& send_counts,
     sent += size_t(send_counts[r]);
     received += size_t(recv_counts[r]);
   }
-  Timed t{this, g, std::max(sent, received) * esz};
+  Timed t{this, g, std::max(sent, received) * esz,
+          (received - size_t(recv_counts[size_t(gc.rank)])) * esz};
   if (gc.size == 1) {
     CPI_CHECK(send_counts[0] == recv_counts[0],
               "Comm::all_to_all_v on group {}: sends {} elements to itself but receives {}",
@@ -408,7 +430,7 @@ void Comm::all_to_all_v(const void* send, const std::vector<int>& send_counts,
 void Comm::barrier(Group g) {
   Impl& m = *impl_;
   Impl::GroupComm& gc = m.group(g);
-  Timed t{this, g, 0};
+  Timed t{this, g, 0, 0};
   if (gc.size == 1) return;
   m.check(MPI_Barrier(gc.comm), "MPI_Barrier", g);
 }

@@ -18,11 +18,32 @@ enum class Group { World, Tp, Pcp, Dcp };
 std::string_view group_name(Group g);
 
 // Per-collective timing, so benchmarks can report time spent communicating.
+//   bytes     the larger of this rank's send and receive buffers, per call
+//   recv_bytes  the bytes of other ranks' data this rank receives, as the textbook
+//             algorithm moves them (docs/context-parallel.md §11): all-gather (n - 1) * count,
+//             all-gather-v the other ranks' counts, reduce-scatter (n - 1) * count,
+//             all-reduce 2 (n - 1) count / n (ring), all-to-all(-v) what the others send it,
+//             broadcast the buffer on a non-root rank; 0 in a group of one. In bytes.
 struct CommStats {
   double seconds = 0;
   uint64_t calls = 0;
   uint64_t bytes = 0;
+  uint64_t recv_bytes = 0;
 };
+
+// What a collective is for, so its volume can be reported (and checked) per kind.
+enum class Traffic {
+  Control,       // step plans, agreement checks, set-up
+  KvGather,      // PCP all-gather of the new tokens' K/V
+  QueryGather,   // DCP Q all-gather, PCP all-gather of chunk queries
+  DcpCombine,    // DCP exchange of partial attention states
+  PcpCombine,    // PCP exchange of partial attention states
+  HiddenGather,  // PCP gather of the final hidden rows that give logits
+  LogitsGather,  // vocabulary-parallel LM head: gather of the logits
+  TpAllReduce,   // tensor-parallel all-reduce after the o and down projections
+};
+constexpr int kNumTraffic = 8;
+std::string_view traffic_name(Traffic t);
 
 class Comm {
  public:
@@ -78,10 +99,16 @@ class Comm {
   // receive buffers, per call.
   const CommStats& stats() const { return stats_; }
   const CommStats& stats(Group g) const { return group_stats_[int(g)]; }
+  const CommStats& stats(Traffic t) const { return traffic_stats_[int(t)]; }
   void reset_stats() {
     stats_ = {};
     for (auto& s : group_stats_) s = {};
+    for (auto& s : traffic_stats_) s = {};
   }
+  // Collectives are counted under the current traffic kind (Control unless a TrafficScope
+  // says otherwise).
+  Traffic traffic() const { return traffic_; }
+  void set_traffic(Traffic t) { traffic_ = t; }
 
  private:
   Comm();
@@ -90,6 +117,25 @@ class Comm {
   std::unique_ptr<Impl> impl_;
   CommStats stats_;
   CommStats group_stats_[4];
+  CommStats traffic_stats_[kNumTraffic];
+  Traffic traffic_ = Traffic::Control;
+};
+
+// Counts the collectives of a scope under one traffic kind (comm may be null).
+class TrafficScope {
+ public:
+  TrafficScope(Comm* comm, Traffic t) : comm_(comm) {
+    if (comm_) prev_ = comm_->traffic(), comm_->set_traffic(t);
+  }
+  ~TrafficScope() {
+    if (comm_) comm_->set_traffic(prev_);
+  }
+  TrafficScope(const TrafficScope&) = delete;
+  TrafficScope& operator=(const TrafficScope&) = delete;
+
+ private:
+  Comm* comm_;
+  Traffic prev_ = Traffic::Control;
 };
 
 }  // namespace cpinfer

@@ -98,6 +98,7 @@ void Decoder::forward(const RankStep& step, float* logits) {
     }
     if (tp_size_ > 1) {
       PhaseScope ps(Phase::TpAllReduce, pool_);
+      TrafficScope traffic(comm_, Traffic::TpAllReduce);
       comm_->all_reduce_sum(h, size_t(T * H), DType::F32, Group::Tp);
     }
     {
@@ -116,6 +117,7 @@ void Decoder::forward(const RankStep& step, float* logits) {
     }
     if (tp_size_ > 1) {
       PhaseScope ps(Phase::TpAllReduce, pool_);
+      TrafficScope traffic(comm_, Traffic::TpAllReduce);
       comm_->all_reduce_sum(h, size_t(T * H), DType::F32, Group::Tp);
     }
   }
@@ -172,6 +174,7 @@ void Decoder::lm_head(int64_t R, float* logits) {
   local_logits_.resize(size_t(R * my_n));
   if (my_n > 0) linear(last_.data(), R, H, part, nullptr, local_logits_.data(), my_n, pool_);
   gathered_.resize(size_t(R * c.vocab_size));
+  TrafficScope traffic(comm_, Traffic::LogitsGather);
   comm_->all_gather_v(local_logits_.data(), size_t(R * my_n), gathered_.data(), counts, displs,
                       DType::F32, P > 1 ? Group::World : Group::Tp);
   for (size_t g = 0; g < size_t(ranks); ++g) {

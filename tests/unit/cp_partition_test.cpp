@@ -36,6 +36,16 @@ TEST(PcpPartition, SpecRestoreIndexWithAndWithoutDecodes) {
   EXPECT_EQ(r0.padded_start, (std::vector<int64_t>{-1, 0, 8}));
 }
 
+TEST(PcpPartition, PadFreeGatherOfTheSpecBatch) {
+  // [1 (decode), 5, 8] at P 2: the 5-token request's pads (relative 5, 6, 7) are not
+  // gathered. Rank 0 sends 0 1 | (8's) 0 1 6 7, rank 1 sends 2 3 4 | (8's) 2 3 4 5.
+  PcpPartition r0 = partition_pcp(kSpecBatch, 2, 0);
+  EXPECT_EQ(r0.real_count, (std::vector<int64_t>{6, 7}));
+  EXPECT_EQ(r0.real_restore,
+            (std::vector<int64_t>{0, 1, 6, 7, 8, -1, -1, -1, 2, 3, 9, 10, 11, 12, 4, 5}));
+  EXPECT_EQ(partition_pcp(kSpecBatch, 2, 1).real_restore, r0.real_restore);
+}
+
 TEST(PcpPartition, SpecRealTokenMaskWithDecodes) {
   // Real-token mask in padded global order of the reference design:
   // [1,0, 1,1,1,1,1,0,0,0, 1,1,1,1,1,1,1,1] (decode copies: only the first is real).
@@ -67,17 +77,21 @@ TEST(PcpPartition, GeneratedBatchesRestoreToPaddedGlobalOrder) {
         int64_t n = decode ? 1 : 1 + int64_t((x >> 33) % 40);
         reqs.push_back({n, decode});
       }
-      std::vector<int64_t> gathered;
+      std::vector<int64_t> gathered, real_gathered;
       std::map<std::pair<size_t, int64_t>, int> seen;  // (request, src) -> count
       for (int64_t r = 0; r < P; ++r) {
         PcpPartition p = partition_pcp(reqs, P, r);
+        const size_t real_before = real_gathered.size();
         for (size_t q = 0; q < reqs.size(); ++q) {
           for (int64_t i = 0; i < p.local_count[q]; ++i) {
             size_t t = size_t(p.local_offset[q] + i);
             if (p.local_src[t] >= 0 && (!reqs[q].is_decode || r == 0)) seen[{q, p.local_src[t]}]++;
             if (!reqs[q].is_decode) gathered.push_back(p.padded_start[q] + p.local_pos[t]);
+            if (!reqs[q].is_decode && !p.local_is_pad[t])
+              real_gathered.push_back(p.padded_start[q] + p.local_pos[t]);
           }
         }
+        ASSERT_EQ(int64_t(real_gathered.size() - real_before), p.real_count[size_t(r)]);
         // Balanced: each rank holds the same number of tokens of each prefill request.
         for (size_t q = 0; q < reqs.size(); ++q)
           if (!reqs[q].is_decode) EXPECT_EQ(p.local_count[q] * P, p.padded_len[q]);
@@ -86,6 +100,15 @@ TEST(PcpPartition, GeneratedBatchesRestoreToPaddedGlobalOrder) {
       ASSERT_EQ(int64_t(gathered.size()), p0.gathered_tokens);
       for (size_t i = 0; i < gathered.size(); ++i)
         ASSERT_EQ(gathered[size_t(p0.restore[i])], int64_t(i)) << "P " << P << " seed " << seed;
+      // The pad-free gather: real rows restore to their padded-global index, pads to -1.
+      ASSERT_EQ(p0.real_restore.size(), gathered.size());
+      int64_t pads = 0;
+      for (size_t i = 0; i < gathered.size(); ++i) {
+        const int64_t g = p0.real_restore[i];
+        if (g < 0) { ++pads; continue; }
+        ASSERT_EQ(real_gathered[size_t(g)], int64_t(i)) << "P " << P << " seed " << seed;
+      }
+      ASSERT_EQ(pads + int64_t(real_gathered.size()), p0.gathered_tokens);
       for (size_t q = 0; q < reqs.size(); ++q)
         for (int64_t s = 0; s < reqs[q].num_new_tokens; ++s) ASSERT_EQ((seen[{q, s}]), 1);
     }

@@ -117,9 +117,18 @@ TEST(StepPlanner, HandWorkedChunkAndDecodeAtW4) {
   }
   EXPECT_EQ(s0.decode_slots, (std::vector<int64_t>{-1}));
   EXPECT_EQ(r[1].step.decode_slots, (std::vector<int64_t>{r[1].seqs[1].pages[0] * 16 + 8}));
-  // Logits: A's last token (padded-global row 11, gathered), B's local row 6.
-  EXPECT_EQ(s0.logit_rows, (std::vector<int64_t>{11, 6}));
+  // K/V gather: no pads here, 6 real rows per PCP rank.
+  EXPECT_EQ(s0.gather_counts, (std::vector<int>{6, 6}));
+  EXPECT_EQ(s0.gather_displs, (std::vector<int>{0, 6}));
+  // Logits: A's last token (relative 11: chunk 3, PCP rank 0's tail, its local row 5) is the
+  // only row of the final hidden gather, sent by PCP rank 0; B's is local row 6.
+  EXPECT_EQ(s0.logit_rows, (std::vector<int64_t>{0, 6}));
   EXPECT_EQ(s0.logit_from_gathered, (std::vector<uint8_t>{1, 0}));
+  EXPECT_EQ(s0.hidden_counts, (std::vector<int>{1, 0}));
+  EXPECT_EQ(s0.hidden_displs, (std::vector<int>{0, 1}));
+  EXPECT_EQ(s0.hidden_rows, (std::vector<int64_t>{5}));
+  EXPECT_TRUE(r[2].step.hidden_rows.empty());
+  EXPECT_EQ(r[2].step.logit_rows, s0.logit_rows);
 }
 
 // The brute-force check of one planned step on every rank.
@@ -196,6 +205,44 @@ void check_step(int64_t pcp, int64_t dcp, const std::vector<SeqSpec>& specs,
           cursor += padded;
         }
         ASSERT_EQ(cursor, st.new_kv_rows) << what;
+        // The pad-free K/V gather: concatenate what each PCP rank of this column sends; the
+        // restore index must find every real row there and mark every pad -1.
+        std::vector<std::pair<int64_t, int64_t>> gathered;
+        for (int64_t k = 0; k < pcp; ++k) {
+          const RankStep& o = ranks[size_t(k * dcp + dcol)].step;
+          ASSERT_EQ(st.gather_displs[size_t(k)], int64_t(gathered.size())) << what;
+          ASSERT_EQ(st.gather_counts[size_t(k)], int64_t(o.gather_rows.size())) << what;
+          const auto oids = row_ids(k, o.num_tokens());
+          for (int64_t row : o.gather_rows) {
+            ASSERT_GE(oids[size_t(row)].second, 0) << what << ": a pad is gathered";
+            gathered.push_back(oids[size_t(row)]);
+          }
+        }
+        for (size_t i = 0; i < buf.size(); ++i) {
+          const int64_t g = st.restore[i];
+          if (buf[i].first < 0) {
+            ASSERT_EQ(g, -1) << what << ": pad " << i;
+          } else {
+            ASSERT_TRUE(g >= 0 && g < int64_t(gathered.size())) << what;
+            ASSERT_EQ(gathered[size_t(g)], buf[i]) << what << ": buffer row " << i;
+          }
+        }
+        // The final hidden gather: what each PCP rank sends, concatenated; a gathered logit
+        // row must be its sequence's last new token.
+        std::vector<std::pair<int64_t, int64_t>> hidden;
+        for (int64_t k = 0; k < pcp && !st.hidden_counts.empty(); ++k) {
+          const RankStep& o = ranks[size_t(k * dcp + dcol)].step;
+          ASSERT_EQ(st.hidden_displs[size_t(k)], int64_t(hidden.size())) << what;
+          ASSERT_EQ(st.hidden_counts[size_t(k)], int64_t(o.hidden_rows.size())) << what;
+          const auto oids = row_ids(k, o.num_tokens());
+          for (int64_t row : o.hidden_rows) hidden.push_back(oids[size_t(row)]);
+        }
+        for (size_t s = 0; s < specs.size(); ++s) {
+          if (!st.logit_from_gathered[s]) continue;
+          ASSERT_LT(st.logit_rows[s], int64_t(hidden.size())) << what;
+          ASSERT_EQ(hidden[size_t(st.logit_rows[s])],
+                    std::make_pair(int64_t(s), specs[s].cached + specs[s].n - 1)) << what;
+        }
       } else {
         for (size_t i = 0; i < ids.size(); ++i) buf[i] = ids[i];
       }
@@ -312,7 +359,7 @@ void check_step(int64_t pcp, int64_t dcp, const std::vector<SeqSpec>& specs,
     for (size_t s = 0; s < specs.size(); ++s) {
       const int64_t last = specs[s].cached + specs[s].n - 1;
       if (st.logit_from_gathered[s]) {
-        ASSERT_EQ(buf[size_t(st.logit_rows[s])], std::make_pair(int64_t(s), last)) << what;
+        ASSERT_GT(pcp, 1) << what;  // checked through the simulated hidden gather above
       } else {
         ASSERT_EQ(ids[size_t(st.logit_rows[s])], std::make_pair(int64_t(s), last)) << what;
       }
