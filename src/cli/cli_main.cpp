@@ -29,6 +29,7 @@ int cli_main(int argc, char** argv) {
   register_generate(app, &action);
   register_serve(app, &action);
   register_bench(app, &action);
+  register_plan(app, &action);
   try {
     app.parse(int(ptrs.size()), ptrs.data());
     return action ? action() : 1;

@@ -17,6 +17,7 @@ void register_tokenize(CLI::App& app, CommandAction* action);
 void register_generate(CLI::App& app, CommandAction* action);
 void register_serve(CLI::App& app, CommandAction* action);
 void register_bench(CLI::App& app, CommandAction* action);  // bench peak | attention | ...
+void register_plan(CLI::App& app, CommandAction* action);
 
 int cli_main(int argc, char** argv);
 // The process's arguments after normalisation (what a relaunch under mpirun re-uses).

@@ -1,0 +1,322 @@
+// `cpinfer plan`: which layout to run a model at a context length on a cluster. Calibrates
+// this machine's per-core rates with short runs of the engine's own kernels (the GEMM of a
+// prefill, causal flash attention, streaming reads), then predicts every valid (tp, pcp,
+// dcp, interleave) with the cost model of model/layout_cost.h and recommends the layout that
+// fits in memory and minimises TTFT + output_len x ITL (the time of one request).
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "dist/launcher.h"
+#include "kernels/attention.h"
+#include "kernels/linear.h"
+#include "kernels/peak.h"
+#include "model/layout_cost.h"
+#include "model/model_config.h"
+
+namespace cpinfer {
+
+namespace {
+
+struct PlanArgs {
+  std::string model, kv_dtype = "auto";
+  int64_t context_len = 0, hosts = 1, cores_per_host = 0, block_size = 16, output_len = 256;
+  double link_gbps = 25, memory_gib = 0, link_latency_us = 50;
+  double gemm_gflops = 0, attn_gflops = 0, read_gbps = 0, local_gbps = 0;
+  bool json = false, oversubscribe = false;
+  int top = 15;
+};
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Median seconds of `reps` calls of f after one warm-up call.
+template <class F>
+double time_median(int reps, F&& f) {
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = now_s();
+    f();
+    t.push_back(now_s() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Calibration {
+  double gemm_gflops_per_core = 0, attn_gflops_per_core = 0, read_gbps_per_core = 0;
+  double read_gbps_1t = 0, fma_gflops_1t = 0;
+  int threads = 1;
+};
+
+// Per-core rates of this binary's kernels on this machine, with every pool thread busy:
+// the prefill GEMM ([512, H] x [min(I, 4864), H]^T in the model's weight dtype), causal
+// attention of one 2048-token sequence over one KV head's group of q heads, and reads.
+Calibration calibrate(const ModelConfig& c, ThreadPool& pool) {
+  Calibration cal;
+  cal.threads = int(pool.size());
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  {
+    const int64_t M = 512, K = c.hidden_size, N = std::min<int64_t>(c.intermediate_size, 4864);
+    const bool bf = c.torch_dtype != "float32";
+    std::vector<float> x(size_t(M * K)), y(size_t(M * N)), wf;
+    std::vector<bf16> wb;
+    for (float& v : x) v = u(rng);
+    WeightView w;
+    w.rows = N;
+    w.cols = K;
+    w.ld = K;
+    if (bf) {
+      wb.resize(size_t(N * K));
+      for (bf16& v : wb) v = bf16(u(rng) * 0.05f);
+      w.data = wb.data();
+      w.dtype = DType::BF16;
+    } else {
+      wf.resize(size_t(N * K));
+      for (float& v : wf) v = u(rng) * 0.05f;
+      w.data = wf.data();
+      w.dtype = DType::F32;
+    }
+    const double s = time_median(5, [&] { linear(x.data(), M, K, w, nullptr, y.data(), N, pool); });
+    cal.gemm_gflops_per_core = 2.0 * double(M * K * N) / s / 1e9 / cal.threads;
+  }
+  {
+    const int64_t S = 2048, D = c.head_dim, hq = c.num_q_heads / c.num_kv_heads;
+    std::vector<float> q(size_t(S * hq * D)), k(size_t(S * D)), v(size_t(S * D)),
+        o(size_t(S * hq * D)), lse(size_t(S * hq));
+    for (float& x : q) x = u(rng);
+    for (float& x : k) x = u(rng);
+    for (float& x : v) x = u(rng);
+    const int64_t q_indptr[2] = {0, S}, kv_indptr[2] = {0, S};
+    AttentionProblem p;
+    p.source = KvSource::Ragged;
+    p.num_seqs = 1;
+    p.q_indptr = q_indptr;
+    p.kv_indptr = kv_indptr;
+    p.num_q_heads = hq;
+    p.num_kv_heads = 1;
+    p.head_dim = D;
+    p.causal = true;
+    p.num_threads = int(pool.size());
+    AttentionPlan plan = plan_attention(p);
+    AttentionWorkspace ws;
+    ws.reserve(plan);
+    RaggedKv kv{k.data(), v.data(), D, D, 1, D};
+    const float scale = 1.f / std::sqrt(float(D));
+    const double s = time_median(3, [&] {
+      run_attention(plan, q.data(), hq * D, kv, scale, o.data(), hq * D, lse.data(), ws, pool);
+    });
+    const double flops = 4.0 * double(D) * double(S) * double(S + 1) / 2 * double(hq);
+    cal.attn_gflops_per_core = flops / s / 1e9 / cal.threads;
+  }
+  PeakOptions po;
+  po.seconds = 0.1;
+  po.repeats = 3;
+  po.read_bytes = int64_t(256) << 20;
+  const PeakResult peak = measure_peak(pool, po);
+  cal.read_gbps_per_core = peak.read_gbps_nt / cal.threads;
+  cal.read_gbps_1t = peak.read_gbps_1t;
+  cal.fma_gflops_1t = peak.fma_gflops_1t;
+  return cal;
+}
+
+double host_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? double(pages) * double(page) : 0.0;
+}
+
+nlohmann::json estimate_json(const LayoutEstimate& e) {
+  const LayoutChoice& l = e.layout;
+  return {{"tp", l.tp}, {"pcp", l.pcp}, {"dcp", l.dcp}, {"interleave", l.interleave},
+          {"threads_per_rank", l.threads_per_rank}, {"ranks", e.ranks},
+          {"ranks_per_host", e.ranks_per_host}, {"ttft_s", e.ttft_s}, {"itl_s", e.itl_s},
+          {"prefill_compute_s", e.prefill_compute_s}, {"prefill_comm_s", e.prefill_comm_s},
+          {"decode_read_s", e.decode_read_s}, {"decode_comm_s", e.decode_comm_s},
+          {"kv_bytes_per_rank", e.kv_bytes_per_rank},
+          {"weight_bytes_per_rank", e.weight_bytes_per_rank},
+          {"memory_bytes_per_host", e.memory_bytes_per_host},
+          {"comm_bytes_per_step", e.comm_bytes_per_step},
+          {"comm_bytes_decode_step", e.comm_bytes_decode_step}, {"fits", e.fits}};
+}
+
+std::string layout_name(const LayoutChoice& l) {
+  std::string s = "tp " + std::to_string(l.tp) + " x pcp " + std::to_string(l.pcp);
+  if (l.dcp > 1) s += " x dcp " + std::to_string(l.dcp);
+  if (l.pcp * l.dcp > 1) s += ", interleave " + std::to_string(l.interleave);
+  return s;
+}
+
+int run_plan(const PlanArgs& a) {
+  CPI_CHECK(a.context_len >= 1, "--context-len must be >= 1, found {}", a.context_len);
+  const ModelConfig c = load_model_config(a.model);
+  CPI_CHECK(a.kv_dtype == "auto" || a.kv_dtype == "f32" || a.kv_dtype == "bf16",
+            "--kv-cache-dtype '{}' is not one of auto, f32, bf16", a.kv_dtype);
+  const int64_t kv_bytes = a.kv_dtype == "bf16" ? 2 : 4;  // auto: f32, as serve's default
+  MachineSpec m;
+  m.hosts = a.hosts;
+  m.cores_per_host = a.cores_per_host > 0 ? a.cores_per_host : available_cpus();
+  m.memory_bytes_per_host = a.memory_gib > 0 ? a.memory_gib * double(int64_t(1) << 30)
+                                             : host_memory_bytes();
+  m.link_gbps = a.link_gbps;
+  m.link_latency_s = a.link_latency_us * 1e-6;
+  m.oversubscribe = a.oversubscribe;
+  // Every rate given on the command line: nothing to calibrate (projections with fixed
+  // constants, scripts).
+  const bool given = a.gemm_gflops > 0 && a.attn_gflops > 0 && a.read_gbps > 0 && a.local_gbps > 0;
+  Calibration cal;
+  if (!given) {
+    if (!a.json) {
+      std::fprintf(stderr, "calibrating this machine's kernels (a few seconds)...\n");
+      std::fflush(stderr);
+    }
+    cal = calibrate(c, global_pool());
+  }
+  m.gemm_gflops_per_core = a.gemm_gflops > 0 ? a.gemm_gflops : cal.gemm_gflops_per_core;
+  m.attn_gflops_per_core = a.attn_gflops > 0 ? a.attn_gflops : cal.attn_gflops_per_core;
+  m.read_gbps_per_core = a.read_gbps > 0 ? a.read_gbps : cal.read_gbps_per_core;
+  // MPI's shared-memory transport copies through a buffer: about half of one core's
+  // streaming read rate per rank.
+  m.local_gbps = a.local_gbps > 0 ? a.local_gbps : cal.read_gbps_1t / 2;
+
+  std::vector<LayoutEstimate> est;
+  for (const LayoutChoice& l : candidate_layouts(c, m, a.block_size))
+    est.push_back(estimate_layout(c, l, m, a.context_len, kv_bytes));
+  CPI_CHECK(!est.empty(), "no valid layout for {} hosts of {} cores and this model's {} q / {} "
+            "KV heads", m.hosts, m.cores_per_host, c.num_q_heads, c.num_kv_heads);
+  auto score = [&](const LayoutEstimate& e) { return e.ttft_s + double(a.output_len) * e.itl_s; };
+  std::stable_sort(est.begin(), est.end(), [&](const LayoutEstimate& x, const LayoutEstimate& y) {
+    if (x.fits != y.fits) return x.fits;
+    return score(x) < score(y);
+  });
+  const LayoutEstimate* best = est.front().fits ? &est.front() : nullptr;
+
+  if (a.json) {
+    nlohmann::json j;
+    j["model"] = a.model;
+    j["context_len"] = a.context_len;
+    j["kv_cache_dtype"] = kv_bytes == 2 ? "bf16" : "f32";
+    j["output_len"] = a.output_len;
+    j["machine"] = {{"hosts", m.hosts}, {"cores_per_host", m.cores_per_host},
+                    {"memory_bytes_per_host", m.memory_bytes_per_host},
+                    {"link_gbps", m.link_gbps}, {"link_latency_s", m.link_latency_s},
+                    {"local_gbps", m.local_gbps}, {"local_latency_s", m.local_latency_s},
+                    {"gemm_gflops_per_core", m.gemm_gflops_per_core},
+                    {"attention_gflops_per_core", m.attn_gflops_per_core},
+                    {"read_gbps_per_core", m.read_gbps_per_core}};
+    if (given) j["calibration"] = nullptr;
+    else j["calibration"] = {{"threads", cal.threads},
+                        {"gemm_gflops_per_core", cal.gemm_gflops_per_core},
+                        {"attention_gflops_per_core", cal.attn_gflops_per_core},
+                        {"read_gbps_per_core", cal.read_gbps_per_core},
+                        {"read_gbps_1t", cal.read_gbps_1t},
+                        {"fma_gflops_1t", cal.fma_gflops_1t}};
+    j["layouts"] = nlohmann::json::array();
+    for (const LayoutEstimate& e : est) j["layouts"].push_back(estimate_json(e));
+    j["recommended"] = best ? estimate_json(*best) : nlohmann::json(nullptr);
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("%s at %lld tokens (KV %s), %lld host(s) x %lld cores, %.0f Gbit/s, %.1f GiB per host\n",
+              a.model.c_str(), (long long)a.context_len, kv_bytes == 2 ? "bf16" : "f32",
+              (long long)m.hosts, (long long)m.cores_per_host, m.link_gbps,
+              m.memory_bytes_per_host / double(int64_t(1) << 30));
+  std::printf("%s per core: GEMM %.1f GFLOP/s, attention %.1f GFLOP/s, read %.1f GB/s; "
+              "within a host %.1f GB/s per rank\n\n",
+              given ? "given" : "calibrated", m.gemm_gflops_per_core, m.attn_gflops_per_core,
+              m.read_gbps_per_core, m.local_gbps);
+  std::printf("%-34s %8s %10s %10s %12s %12s %5s\n", "layout", "threads", "ttft_s", "itl_s",
+              "kv/rank GiB", "comm/step MB", "fits");
+  // The interleave changes only how evenly the KV spreads (at most one unit): a layout that
+  // differs from the row above only by it is not printed again.
+  int shown = 0;
+  size_t i = 0;
+  for (; i < est.size() && shown < a.top; ++i) {
+    const LayoutEstimate& e = est[i];
+    if (i > 0) {
+      const LayoutEstimate& p = est[i - 1];
+      if (p.layout.tp == e.layout.tp && p.layout.pcp == e.layout.pcp &&
+          p.layout.dcp == e.layout.dcp && p.ttft_s == e.ttft_s && p.itl_s == e.itl_s &&
+          p.kv_bytes_per_rank == e.kv_bytes_per_rank)
+        continue;
+    }
+    ++shown;
+    std::printf("%-34s %8lld %10.3f %10.4f %12.3f %12.2f %5s\n", layout_name(e.layout).c_str(),
+                (long long)e.layout.threads_per_rank, e.ttft_s, e.itl_s,
+                e.kv_bytes_per_rank / double(int64_t(1) << 30), e.comm_bytes_per_step / 1e6,
+                e.fits ? "yes" : "no");
+  }
+  if (i < est.size()) std::printf("... %zu more (--top N, or --json for all)\n", est.size() - i);
+  if (best)
+    std::printf("\nrecommended: %s, %lld thread(s) per rank (TTFT %.3f s, ITL %.4f s)\n",
+                layout_name(best->layout).c_str(), (long long)best->layout.threads_per_rank,
+                best->ttft_s, best->itl_s);
+  else
+    std::printf("\nno layout fits in %.1f GiB per host\n", m.memory_bytes_per_host / double(int64_t(1) << 30));
+  if (a.context_len > c.max_position_embeddings && c.max_position_embeddings > 0)
+    std::printf("note: %lld tokens exceed the model's max_position_embeddings %lld\n",
+                (long long)a.context_len, (long long)c.max_position_embeddings);
+  return 0;
+}
+
+}  // namespace
+
+void register_plan(CLI::App& app, CommandAction* action) {
+  auto a = std::make_shared<PlanArgs>();
+  auto* cmd = app.add_subcommand(
+      "plan", "Predict TTFT, ITL, KV and communication of every valid layout and recommend one");
+  cmd->add_option("--model", a->model, "Hugging Face model directory (config.json is enough)")
+      ->required();
+  cmd->add_option("--context-len", a->context_len, "Prompt tokens")->required()
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
+  cmd->add_option("--hosts", a->hosts, "Hosts")->capture_default_str()
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  cmd->add_option("--cores-per-host", a->cores_per_host, "Cores per host (default: this machine's)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  cmd->add_option("--link-gbps", a->link_gbps, "Link between hosts, Gbit/s")->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--link-latency-us", a->link_latency_us, "Latency per collective step between hosts, us")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--memory-gib", a->memory_gib, "Memory per host, GiB (default: this machine's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
+      ->capture_default_str();
+  cmd->add_option("--block-size", a->block_size, "KV page size (the largest interleave tried)")
+      ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 16));
+  cmd->add_option("--output-len", a->output_len,
+                  "Generated tokens the recommendation weighs: TTFT + output_len x ITL")
+      ->capture_default_str()->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+  cmd->add_option("--gemm-gflops-per-core", a->gemm_gflops, "Override the calibrated GEMM rate")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--attention-gflops-per-core", a->attn_gflops,
+                  "Override the calibrated attention rate")->check(CLI::PositiveNumber);
+  cmd->add_option("--read-gbps-per-core", a->read_gbps, "Override the calibrated read bandwidth")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--local-gbps", a->local_gbps,
+                  "Transfer rate between ranks of one host, GB/s (default: half a core's read rate)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--oversubscribe", a->oversubscribe,
+                "Also consider more ranks than cores on one host (up to 2 per core)");
+  cmd->add_option("--top", a->top, "Layouts printed (text output)")->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_flag("--json", a->json, "One JSON object: layouts, recommended, machine, calibration");
+  cmd->callback([a, action] { *action = [a] { return run_plan(*a); }; });
+}
+
+}  // namespace cpinfer

@@ -1,0 +1,67 @@
+// The layout cost model behind `cpinfer plan`: for a model, a context length and a cluster
+// (hosts x cores, link speed, memory), which (tp, pcp, dcp, interleave) layouts are valid and
+// what each is predicted to cost: time to first token, inter-token latency, KV bytes per
+// rank, bytes communicated per step, whether it fits in memory.
+//
+// The model, per rank (docs/benchmarks.md "Layout planner" validates it):
+//   prefill  compute: linear FLOPs of the rank's tokens / (threads x gemm rate) + its share of
+//            the causal attention FLOPs / (threads x attention rate); communication: the
+//            bytes of model/comm_volume.h over the link each group uses, plus a latency per
+//            collective step. No overlap (the engine's collectives block).
+//   decode   the weights a rank reads (every PCP rank runs the decode: linear / tp, LM head
+//            / (tp pcp)) and its KV shard, at the read bandwidth of its threads, plus the
+//            decode step's communication.
+//   ranks    world rank g on host g / ranks_per_host; a TP group must stay inside a host.
+//            More ranks than cores on a host (oversubscribed) time-share the cores.
+// Rates are per core and come from calibration runs of this binary's kernels on the
+// machine at hand (cmd_plan.cpp); a projection to other hosts assumes their cores match.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/comm_volume.h"
+#include "model/model_config.h"
+
+namespace cpinfer {
+
+struct MachineSpec {
+  int64_t hosts = 1, cores_per_host = 1;
+  double memory_bytes_per_host = 0;
+  double link_gbps = 25;             // between hosts, shared by the ranks of a host
+  double link_latency_s = 50e-6;     // per collective step between hosts
+  double local_gbps = 5;             // within a host, per rank (MPI shared memory), GB/s
+  double local_latency_s = 5e-6;     // per collective step within a host
+  double gemm_gflops_per_core = 50;  // prefill linear layers
+  double attn_gflops_per_core = 50;  // causal attention
+  double read_gbps_per_core = 10;    // streaming reads with every core busy, GB/s
+  bool oversubscribe = false;        // allow more ranks than cores on a host
+};
+
+struct LayoutChoice {
+  int64_t tp = 1, pcp = 1, dcp = 1, interleave = 1;
+  int64_t threads_per_rank = 1;
+};
+
+struct LayoutEstimate {
+  LayoutChoice layout;
+  int64_t ranks = 1, ranks_per_host = 1;
+  double ttft_s = 0, itl_s = 0;
+  double prefill_compute_s = 0, prefill_comm_s = 0, decode_read_s = 0, decode_comm_s = 0;
+  double kv_bytes_per_rank = 0, weight_bytes_per_rank = 0, memory_bytes_per_host = 0;
+  double comm_bytes_per_step = 0;  // the prefill step (rank 0 receives)
+  double comm_bytes_decode_step = 0;
+  bool fits = false;
+};
+
+// Every valid layout: tp divides the q heads and intermediate_size, tp * pcp ranks divide
+// the cluster's cores evenly (or, oversubscribed on one host, up to 2 ranks per core), a TP
+// group inside one host, dcp by the rules of docs/context-parallel.md §3, interleave 1 or
+// the block size when the context is sharded (pcp * dcp > 1).
+std::vector<LayoutChoice> candidate_layouts(const ModelConfig& c, const MachineSpec& m,
+                                            int64_t block_size);
+
+// kv_bytes: bytes per cached K/V element (f32 4, bf16 2).
+LayoutEstimate estimate_layout(const ModelConfig& c, const LayoutChoice& l,
+                               const MachineSpec& m, int64_t context_len, int64_t kv_bytes);
+
+}  // namespace cpinfer

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `cpinfer plan`: the layouts it enumerates (exactly the valid ones), the JSON contract, the
+# recommendation (the fitting layout with the least TTFT + output_len x ITL), its
+# communication bytes (the formulas comm_bytes_test checks against the real collectives:
+# tp 2 x pcp 2 at 1000 tokens of `tiny` is the docs' worked example, 4,807,808 bytes), the
+# memory check, slower links costing more, the calibration run, and clear errors.
+set -euo pipefail
+CPINFER=${1:?usage: plan_test.sh path/to/cpinfer}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --out "$TMP/tiny" 2>/dev/null
+RATES=(--gemm-gflops-per-core 50 --attention-gflops-per-core 40 --read-gbps-per-core 8 --local-gbps 5)
+"$CPINFER" plan --model "$TMP/tiny" --context-len 1000 --cores-per-host 4 --memory-gib 16 "${RATES[@]}" --json >"$TMP/one.json"
+"$CPINFER" plan --model "$TMP/tiny" --context-len 1000 --cores-per-host 4 --memory-gib 0.001 "${RATES[@]}" --json >"$TMP/nofit.json"
+for gbps in 1 100; do
+  "$CPINFER" plan --model "$TMP/tiny" --context-len 100000 --hosts 2 --cores-per-host 2 --link-gbps $gbps \
+    --memory-gib 16 "${RATES[@]}" --json >"$TMP/link-$gbps.json"
+done
+node - "$TMP" <<'JS'
+const fs = require('fs');
+const dir = process.argv[2];
+const load = (n) => JSON.parse(fs.readFileSync(`${dir}/${n}.json`, 'utf8'));
+const fail = (m) => { console.error('FAIL:', m); process.exit(1); };
+const one = load('one');
+const fields = ['tp', 'pcp', 'dcp', 'interleave', 'threads_per_rank', 'ttft_s', 'itl_s',
+  'kv_bytes_per_rank', 'comm_bytes_per_step', 'fits'];
+for (const l of one.layouts) for (const f of fields) if (!(f in l)) fail(`layout lacks ${f}`);
+// tiny: 16 q / 2 KV heads, intermediate 1024, 4 cores on one host: tp in {1, 2, 4}, tp x pcp
+// dividing 4, dcp 2 only at tp 4 (tp > KV heads), interleave 1 or 16 when sharded.
+const key = (l) => `${l.tp},${l.pcp},${l.dcp},${l.interleave},${l.threads_per_rank}`;
+const want = ['1,1,1,1,4', '1,2,1,1,2', '1,2,1,16,2', '1,4,1,1,1', '1,4,1,16,1', '2,1,1,1,2',
+  '2,2,1,1,1', '2,2,1,16,1', '4,1,1,1,1', '4,1,2,1,1', '4,1,2,16,1'];
+const got = one.layouts.map(key).sort();
+if (JSON.stringify(got) !== JSON.stringify(want.slice().sort())) fail(`layouts ${got} != ${want}`);
+const score = (l) => l.ttft_s + one.output_len * l.itl_s;
+const best = Math.min(...one.layouts.filter((l) => l.fits).map(score));
+if (!one.recommended || !one.recommended.fits || score(one.recommended) !== best) fail('recommended is not the best fitting layout');
+const t22 = one.layouts.find((l) => key(l) === '2,2,1,1,1');
+if (t22.comm_bytes_per_step !== 4807808) fail(`tp2 pcp2 comm_bytes_per_step ${t22.comm_bytes_per_step}`);
+const solo = one.layouts.find((l) => key(l) === '1,1,1,1,4');
+if (solo.comm_bytes_per_step !== 0) fail('one rank communicates');
+// KV per rank: 1000 tokens x 2 layers x 2 (K, V) x 2 KV heads x 32 x 4 B on one rank.
+if (solo.kv_bytes_per_rank !== 1000 * 2 * 2 * 2 * 32 * 4) fail(`kv_bytes_per_rank ${solo.kv_bytes_per_rank}`);
+if (one.calibration !== null) fail('calibrated although every rate was given');
+const nofit = load('nofit');
+if (nofit.recommended !== null || nofit.layouts.some((l) => l.fits)) fail('1 MiB should fit nothing');
+// Two hosts: PCP crosses the link, so a slower link costs a PCP layout more.
+const slow = load('link-1'), fast = load('link-100');
+const p = (j) => j.layouts.find((l) => l.tp === 1 && l.pcp === 4 && l.interleave === 1);
+if (!(p(slow).ttft_s > p(fast).ttft_s)) fail('a 1 Gbit/s link is not slower than 100 Gbit/s');
+if (slow.layouts.some((l) => (l.tp * l.pcp) % 2 !== 0)) fail('a layout does not split over 2 hosts');
+console.log(`ok   ${one.layouts.length} layouts; recommended tp ${one.recommended.tp} x pcp ${one.recommended.pcp}`);
+JS
+# The calibration run and the text table.
+"$CPINFER" plan --model "$TMP/tiny" --context-len 4096 >"$TMP/text.out" 2>"$TMP/text.err"
+grep -q "calibrated per core" "$TMP/text.out" || { cat "$TMP/text.out"; echo "FAIL: no calibration line"; exit 1; }
+grep -q "^recommended: " "$TMP/text.out" || { cat "$TMP/text.out"; echo "FAIL: no recommendation"; exit 1; }
+# Errors name the problem.
+if "$CPINFER" plan --model "$TMP/missing" --context-len 10 >/dev/null 2>"$TMP/err"; then echo "FAIL: missing model accepted"; exit 1; fi
+grep -q "missing" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: error does not name the directory"; exit 1; }
+if "$CPINFER" plan --model "$TMP/tiny" --context-len 0 >/dev/null 2>"$TMP/err"; then echo "FAIL: --context-len 0 accepted"; exit 1; fi
+grep -q "context-len" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: error does not name --context-len"; exit 1; }
+echo "plan_test: ok"
