@@ -1,7 +1,11 @@
-// `cpinfer generate`: one prompt through the model, text streamed to stdout.
+// `cpinfer generate`: one prompt through the model, text streamed to stdout; or several
+// (--prompt-ids-file) one after another in the same process.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -29,7 +33,8 @@ namespace cpinfer {
 namespace {
 
 struct GenerateArgs {
-  std::string model, prompt, prompt_ids, prompt_file, logits_out, kv_dtype = "f32";
+  std::string model, prompt, prompt_ids, prompt_file, prompt_ids_file, prefill_chunks,
+      logits_out, kv_dtype = "f32";
   int64_t max_tokens = 64, top_k = 0, prefill_chunk = 2048;
   float temperature = 0.f, top_p = 1.f;
   uint64_t seed = 0;
@@ -38,13 +43,34 @@ struct GenerateArgs {
   LayoutSpec layout;
 };
 
-// Every rank builds the same request (the tokenizer is deterministic), so all ranks size
+// The prompts: one, or one per non-empty line of --prompt-ids-file.
+std::vector<std::vector<int32_t>> read_prompts(const GenerateArgs& a, const Tokenizer& tok) {
+  std::vector<std::vector<int32_t>> prompts;
+  if (!a.prompt_ids_file.empty()) {
+    std::istringstream in(read_text_file(a.prompt_ids_file, "--prompt-ids-file"));
+    std::string line;
+    for (int lineno = 1; std::getline(in, line); ++lineno) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      prompts.push_back(
+          parse_id_list(line, fmt::format("--prompt-ids-file line {}", lineno)));
+    }
+    CPI_CHECK(!prompts.empty(), "--prompt-ids-file '{}' has no prompt (one id list a line)",
+              a.prompt_ids_file);
+  } else if (!a.prompt_ids.empty()) {
+    prompts.push_back(parse_id_list(a.prompt_ids, "--prompt-ids"));
+  } else if (!a.prompt_file.empty()) {
+    prompts.push_back(tok.encode(read_text_file(a.prompt_file, "prompt file")));
+  } else {
+    prompts.push_back(tok.encode(a.prompt));
+  }
+  return prompts;
+}
+
+// Every rank builds the same requests (the tokenizer is deterministic), so all ranks size
 // their caches alike without a broadcast.
-GenerateRequest build_request(const GenerateArgs& a, const Tokenizer& tok) {
+GenerateRequest build_request(const GenerateArgs& a, std::vector<int32_t> prompt) {
   GenerateRequest req;
-  if (!a.prompt_ids.empty()) req.prompt = parse_id_list(a.prompt_ids, "--prompt-ids");
-  else if (!a.prompt_file.empty()) req.prompt = tok.encode(read_text_file(a.prompt_file, "prompt file"));
-  else req.prompt = tok.encode(a.prompt);
+  req.prompt = std::move(prompt);
   CPI_CHECK(!req.prompt.empty(), "the prompt is empty: it encodes to zero tokens");
   req.max_tokens = a.max_tokens;
   req.sampling = {a.temperature, a.top_p, a.top_k, a.seed};
@@ -55,14 +81,16 @@ GenerateRequest build_request(const GenerateArgs& a, const Tokenizer& tok) {
   return req;
 }
 
+// logits_path: --logits-out, or FILE.N for prompt N of --prompt-ids-file ("" = none).
 void print_outputs(const GenerateArgs& a, const Tokenizer& tok, const GenerateRequest& req,
-                   const GenerateResult& res, const ModelRunner& runner, int threads) {
-  if (!a.logits_out.empty()) {
-    std::ofstream f(a.logits_out, std::ios::binary);
-    CPI_CHECK(f.good(), "cannot write --logits-out file '{}'", a.logits_out);
+                   const GenerateResult& res, const ModelRunner& runner, int threads,
+                   const std::string& logits_path) {
+  if (!logits_path.empty()) {
+    std::ofstream f(logits_path, std::ios::binary);
+    CPI_CHECK(f.good(), "cannot write --logits-out file '{}'", logits_path);
     f.write(reinterpret_cast<const char*>(res.logits.data()),
             std::streamsize(res.logits.size() * sizeof(float)));
-    CPI_CHECK(f.good(), "writing --logits-out file '{}' failed", a.logits_out);
+    CPI_CHECK(f.good(), "writing --logits-out file '{}' failed", logits_path);
   }
   CPI_LOG_INFO("{} tokens ({}); ttft {:.3f}s; decode {:.2f} tok/s", res.tokens.size(),
                res.finish_reason, res.ttft_s, res.decode_tokens_per_s());
@@ -95,12 +123,38 @@ int run_generate(const GenerateArgs& a) {
   const ParallelLayout& layout = rm.layout;
   ThreadPool& pool = global_pool();
   Tokenizer tok = Tokenizer::from_file(a.model + "/tokenizer.json");
-  GenerateRequest req = build_request(a, tok);
+  std::vector<GenerateRequest> reqs;
+  for (auto& prompt : read_prompts(a, tok)) reqs.push_back(build_request(a, std::move(prompt)));
+  const bool several = !a.prompt_ids_file.empty();
+  if (!a.prefill_chunks.empty()) {  // one per prompt (checked to come with --prompt-ids-file)
+    std::vector<int64_t> chunks;
+    std::stringstream ss(a.prefill_chunks);
+    for (std::string item; std::getline(ss, item, ',');) {
+      size_t used = 0;
+      int64_t v = 0;
+      try {
+        v = std::stoll(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      CPI_CHECK(!item.empty() && used == item.size() && v >= 1 && v <= (int64_t(1) << 20),
+                "--prefill-chunks: '{}' is not a chunk size (comma-separated integers in "
+                "[1, 1048576], one per prompt, e.g. 1,7,256)", item);
+      chunks.push_back(v);
+    }
+    CPI_CHECK(chunks.size() == reqs.size(),
+              "--prefill-chunks has {} values for the {} prompts of --prompt-ids-file",
+              chunks.size(), reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i) reqs[i].prefill_chunk = chunks[i];
+  }
 
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
   ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
-  ro.max_cache_tokens = int64_t(req.prompt.size()) + req.max_tokens;
+  // Room for the longest request; each one releases its pages when it ends.
+  ro.max_cache_tokens = 0;
+  for (const GenerateRequest& req : reqs)
+    ro.max_cache_tokens = std::max(ro.max_cache_tokens, int64_t(req.prompt.size()) + req.max_tokens);
   ModelRunner runner(a.model, ro, pool, &layout, &comm);
   StepExecutor exec(runner, &comm);
   if (!exec.is_driver()) {
@@ -108,23 +162,35 @@ int run_generate(const GenerateArgs& a) {
     return 0;
   }
   CPI_LOG_INFO("loaded {} ({} layers) in {:.2f}s; {} ranks (tp {} pcp {} dcp {}), {} threads "
-               "per rank; prompt {} tokens",
+               "per rank; {} prompt(s), the first {} tokens",
                a.model, runner.config().num_layers, runner.load_seconds(), comm.size(),
-               a.layout.tp, a.layout.pcp, a.layout.dcp, pool.size(), req.prompt.size());
+               a.layout.tp, a.layout.pcp, a.layout.dcp, pool.size(), reqs.size(),
+               reqs[0].prompt.size());
 
-  StreamDecoder stream(tok, /*skip_special_tokens=*/true);
-  GenerateResult res = generate(exec, req, pool, [&](int32_t id) {
-    std::string piece = stream.push(id);
-    if (!piece.empty()) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
+  // Several prompts with --json: stdout is the JSON lines only (the text is in each line's
+  // "text"), so that a script can read one line per prompt.
+  const bool stream_text = !(several && a.json);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    StreamDecoder stream(tok, /*skip_special_tokens=*/true);
+    GenerateResult res = generate(exec, reqs[i], pool, [&](int32_t id) {
+      if (!stream_text) return;
+      std::string piece = stream.push(id);
+      if (!piece.empty()) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      }
+    });
+    if (stream_text) {
+      std::string rest = stream.flush();
+      std::fwrite(rest.data(), 1, rest.size(), stdout);
+      std::fputc('\n', stdout);
     }
-  });
+    std::string logits_path = a.logits_out;
+    if (several && !logits_path.empty()) logits_path += fmt::format(".{}", i);
+    print_outputs(a, tok, reqs[i], res, runner, pool.size(), logits_path);
+    std::fflush(stdout);
+  }
   exec.shutdown();
-  std::string rest = stream.flush();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
-  std::fputc('\n', stdout);
-  print_outputs(a, tok, req, res, runner, pool.size());
   return 0;
 }
 
@@ -137,8 +203,14 @@ void register_generate(CLI::App& app, CommandAction* action) {
   auto* p1 = cmd->add_option("--prompt", a->prompt, "Prompt text");
   auto* p2 = cmd->add_option("--prompt-ids", a->prompt_ids, "Prompt token ids, e.g. 1,2,3");
   auto* p3 = cmd->add_option("--prompt-file", a->prompt_file, "Read the prompt text from a file");
-  p1->excludes(p2, p3);
-  p2->excludes(p3);
+  auto* p4 = cmd->add_option(
+      "--prompt-ids-file", a->prompt_ids_file,
+      "Several prompts, one a line (token ids, e.g. 1,2,3), run one after another in this "
+      "process, each from an empty KV cache; with --json stdout is one JSON line per prompt; "
+      "--logits-out F writes prompt N's (from 0) to F.N");
+  p1->excludes(p2, p3, p4);
+  p2->excludes(p3, p4);
+  p3->excludes(p4);
   cmd->add_option("--max-tokens", a->max_tokens, "Tokens to generate at most")
       ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   cmd->add_option("--temperature", a->temperature, "0 = greedy")->capture_default_str();
@@ -155,11 +227,16 @@ void register_generate(CLI::App& app, CommandAction* action) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
       ->capture_default_str();
-  cmd->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step")
+  auto* chunk = cmd->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step")
       ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 20));
-  cmd->callback([a, action, p1, p2, p3] {
-    CPI_CHECK(p1->count() + p2->count() + p3->count() == 1,
-              "generate needs exactly one of --prompt, --prompt-ids, --prompt-file");
+  auto* chunks = cmd->add_option("--prefill-chunks", a->prefill_chunks,
+                                 "With --prompt-ids-file: each prompt's --prefill-chunk, in "
+                                 "file order, e.g. 1,7,256");
+  chunks->excludes(p1, p2, p3, chunk);
+  cmd->callback([a, action, p1, p2, p3, p4] {
+    CPI_CHECK(p1->count() + p2->count() + p3->count() + p4->count() == 1,
+              "generate needs exactly one of --prompt, --prompt-ids, --prompt-file, "
+              "--prompt-ids-file");
     *action = [a] {
       return run_distributed(cli_args(), a->layout, a->threads_per_rank,
                              [a] { return run_generate(*a); },

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cpinfer make-model` + `cpinfer generate` end to end: JSON fields, streaming text,
 # --logits-out layout (each row's argmax is the greedy token it chose), determinism,
-# sampling with a seed, and clear errors for bad input.
+# sampling with a seed, several prompts in one process (--prompt-ids-file), and clear errors
+# for bad input.
 set -euo pipefail
 CPINFER=${1:?usage: generate_test.sh path/to/cpinfer}
 SRC=${CPINFER_SOURCE_DIR:?}
@@ -53,6 +54,43 @@ tok() { node -e 'console.log(JSON.stringify(JSON.parse(process.argv[1]).token_id
 [[ "$(tok "$s1")" == "$(tok "$s2")" ]] || fail "same seed, different tokens"
 [[ "$(tok "$s1")" != "$(tok "$s3")" ]] || fail "different seeds gave identical 16 sampled tokens"
 
+# --prompt-ids-file: several prompts one after another in one process (a blank line is
+# skipped), each answering bit for bit as in a process of its own: the same JSON line
+# fields, the same token ids, the same logits bytes (--logits-out F -> F.N); with
+# --prefill-chunks each prompt has its own chunk size. On one rank every prompt; under
+# -pcp 2 the last one (run after the others left their pages). With --json stdout is the
+# JSON lines only; without, the texts as separate runs print them.
+rand_ids() { node -e 'let n=+process.argv[1], x=7, a=[]; for (let i=0;i<n;i++){x=(x*1103515245+12345)%2147483648; a.push(x%151000);} console.log(a.join(","))' "$1"; }
+printf '%s\n' "$(rand_ids 40)" "" "$(rand_ids 1)" "$(rand_ids 300)" >"$TMP/prompts.txt"
+lens=(40 1 300) chunks=(16 1 100)
+for layout in "" "-pcp 2"; do
+  checked=(0 1 2); [[ -z $layout ]] || checked=(2)
+  # shellcheck disable=SC2086
+  "$CPINFER" generate --model "$TMP/tiny" --prompt-ids-file "$TMP/prompts.txt" --max-tokens 8 \
+    --ignore-eos --json --logits-out "$TMP/multi.bin" --prefill-chunks 16,1,100 $layout \
+    >"$TMP/multi.json" 2>"$TMP/multi.err" || { cat "$TMP/multi.err" >&2; fail "--prompt-ids-file $layout"; }
+  [[ $(wc -l <"$TMP/multi.json") -eq 3 ]] || fail "--prompt-ids-file $layout: $(wc -l <"$TMP/multi.json") stdout lines, not 3 JSON lines"
+  for i in "${checked[@]}"; do
+    # shellcheck disable=SC2086
+    "$CPINFER" generate --model "$TMP/tiny" --prompt-ids "$(rand_ids "${lens[$i]}")" --max-tokens 8 \
+      --ignore-eos --json --logits-out "$TMP/one.bin" --prefill-chunk "${chunks[$i]}" $layout \
+      2>/dev/null | tail -n 1 >"$TMP/one.json"
+    cmp -s "$TMP/one.bin" "$TMP/multi.bin.$i" || fail "--prompt-ids-file $layout: prompt $i's logits differ from its own run's"
+    node -e 'const fs=require("fs"), [a,b,i]=process.argv.slice(1);
+      const one=JSON.parse(fs.readFileSync(a,"utf8")), multi=JSON.parse(fs.readFileSync(b,"utf8").split("\n")[+i]);
+      for (const k of ["token_ids","text","prompt_tokens","completion_tokens","finish_reason","layout","kv_bytes_per_rank"])
+        if (JSON.stringify(one[k]) !== JSON.stringify(multi[k])) { console.error(k+": "+JSON.stringify(multi[k])+" vs its own run: "+JSON.stringify(one[k])); process.exit(1); }
+      if (one.token_ids.length !== 8) { console.error("expected 8 tokens"); process.exit(1); }' \
+      "$TMP/one.json" "$TMP/multi.json" "$i" || fail "--prompt-ids-file $layout: prompt $i's JSON line differs from its own run's"
+  done
+done
+"$CPINFER" generate --model "$TMP/tiny" --prompt-ids-file "$TMP/prompts.txt" --max-tokens 8 \
+  --ignore-eos 2>/dev/null >"$TMP/multi.txt"
+for n in "${lens[@]}"; do
+  "$CPINFER" generate --model "$TMP/tiny" --prompt-ids "$(rand_ids "$n")" --max-tokens 8 --ignore-eos 2>/dev/null
+done >"$TMP/separate.txt"
+cmp -s "$TMP/multi.txt" "$TMP/separate.txt" || fail "--prompt-ids-file without --json: stdout is not the separate runs' texts"
+
 # Bad input: non-zero exit and a message naming the problem.
 expect_error() {  # expect_error "pattern" args...
   local pat=$1; shift
@@ -70,6 +108,16 @@ expect_error "temperature" generate --model "$TMP/tiny" --prompt hi --temperatur
 expect_error "top_p" generate --model "$TMP/tiny" --prompt hi --top-p 0
 expect_error "exactly one" generate --model "$TMP/tiny"
 expect_error "kv-cache-dtype" generate --model "$TMP/tiny" --prompt hi --kv-cache-dtype f8
+printf '\n \n' >"$TMP/blank.txt"
+expect_error "no prompt" generate --model "$TMP/tiny" --prompt-ids-file "$TMP/blank.txt"
+printf '1,2\n3,x\n' >"$TMP/bad.txt"
+expect_error "prompt-ids-file line 2" generate --model "$TMP/tiny" --prompt-ids-file "$TMP/bad.txt"
+expect_error "prompt-ids-file" generate --model "$TMP/tiny" --prompt-ids-file "$TMP/missing.txt"
+expect_error "excludes" generate --model "$TMP/tiny" --prompt-ids-file "$TMP/prompts.txt" --prompt-ids 1
+expect_error "3 prompts" generate --model "$TMP/tiny" --prompt-ids-file "$TMP/prompts.txt" --prefill-chunks 1,2
+expect_error "not a chunk size" generate --model "$TMP/tiny" --prompt-ids-file "$TMP/prompts.txt" --prefill-chunks 1,0,2
+expect_error "excludes" generate --model "$TMP/tiny" --prompt-ids-file "$TMP/prompts.txt" --prefill-chunks 1,2,3 --prefill-chunk 4
+expect_error "excludes" generate --model "$TMP/tiny" --prompt hi --prefill-chunks 4
 expect_error "prompt" generate --model "$TMP/tiny" --prompt-file "$TMP/missing.txt"
 # An impossible layout is found once, before any rank starts: one message, no mpirun (a
 # missing mpirun would be the error otherwise), for generate, serve and bench latency; under
