@@ -9,7 +9,9 @@
 # layout a prompt of 2P+1 tokens in 1-token chunks, 777 tokens in chunks of 7 or 64, and 3000
 # tokens in chunks of 256 or 1000 (alternating over the layouts). Prompts of one token, and
 # every layout without chunking, are cp_equivalence_test's. CP_CHUNK_FULL=1 runs the whole
-# product above (120 runs).
+# product above (120 runs). A layout's prompts run in one launch (--prompt-ids-file, each
+# with its own chunk size: --prefill-chunks), as do the single-rank baselines of a KV dtype
+# (tests/cli/lib/cp_runs.sh).
 # A bf16 KV cache is checked too, against one rank with a bf16 cache: greedy tokens identical
 # and logits within the bf16 bound B = max |logits(one rank, bf16 cache) - logits(one rank,
 # f32 cache)| for the same prompt, over the steps before their greedy tokens part (measured
@@ -28,45 +30,59 @@ bf16_bound() {  # bf16_bound N: max |logits(bf16) - logits(f32)| of one rank ove
   # differs: a later row follows a different text and is no measure of the cache's error)
   node -e 'const fs=require("fs"); const r=f=>{const b=fs.readFileSync(f); return new Float32Array(b.buffer,b.byteOffset,b.length/4)};
     const last=f=>JSON.parse(fs.readFileSync(f,"utf8").trim().split("\n").pop());
-    const [p]=process.argv.slice(1); const a=r(p+"-bf16.bin"), b=r(p+"-f32.bin");
-    const ta=last(p+"-bf16.json").token_ids, tb=last(p+"-f32.json").token_ids;
+    const [bf,f32]=process.argv.slice(1); const a=r(bf+".bin"), b=r(f32+".bin");
+    const ta=last(bf+".json").token_ids, tb=last(f32+".json").token_ids;
     let k=0; while (k<ta.length-1 && ta[k]===tb[k]) k++;
     const V=a.length/ta.length; let m=0;
-    for (let i=0;i<(k+1)*V;i++){const d=Math.abs(a[i]-b[i]); if(!(d<=m)) m=d;} console.log(m)' "$TMP/base-$1"
+    for (let i=0;i<(k+1)*V;i++){const d=Math.abs(a[i]-b[i]); if(!(d<=m)) m=d;} console.log(m)' \
+    "$TMP/base-bf16-$1" "$TMP/base-f32-$1"
 }
 failures=0 runs=0
-check() {  # check LEN KV_DTYPE tp pcp dcp il chunk
-  local n=$1 kv=$2 tp=$3 pcp=$4 dcp=$5 il=$6 chunk=$7 tol=1e-3
-  local base="$TMP/base-$n-$kv"
-  # One rank without chunking: the whole prompt in one step.
-  [[ -f "$base.json" ]] || cp_run "$base" "$n" --kv-cache-dtype "$kv" --prefill-chunk 100000
-  if [[ $kv == bf16 ]]; then
-    [[ -f "$TMP/base-$n-f32.json" ]] || cp_run "$TMP/base-$n-f32" "$n" --kv-cache-dtype f32 --prefill-chunk 100000
-    tol=$(bf16_bound "$n")
-    echo "bf16 bound for prompt $n: one rank's bf16 and f32 logits differ by up to $tol"
-  fi
-  local out="$TMP/run-$tp-$pcp-$dcp-$il-$chunk-$n-$kv"
-  cp_run "$out" "$n" --kv-cache-dtype "$kv" -tp "$tp" -pcp "$pcp" -dcp "$dcp" \
-    --cp-kv-cache-interleave-size "$il" --prefill-chunk "$chunk"
-  node "$SRC/tests/tools/compare_runs.js" "$base.json" "$base.bin" "$out.json" "$out.bin" "$tol" \
-    "tp $tp pcp $pcp dcp $dcp interleave $il, chunk $chunk, prompt $n, kv $kv" ||
-    failures=$((failures + 1))
-  runs=$((runs + 1))
+# check KV_DTYPE tp pcp dcp il "LEN:CHUNK ...": one launch of the layout over those prompts,
+# each prefilled in chunks of CHUNK tokens; each compared with one rank's unchunked run
+# (base-KV_DTYPE-LEN, made below).
+check() {
+  local kv=$1 tp=$2 pcp=$3 dcp=$4 il=$5 lens="" chunks="" pair n chunk tol
+  for pair in $6; do lens+=" ${pair%%:*}"; chunks+=",${pair##*:}"; done
+  local out="$TMP/run-$tp-$pcp-$dcp-$il-$kv-${chunks:1}"
+  cp_runs "$out" "$lens" --kv-cache-dtype "$kv" -tp "$tp" -pcp "$pcp" -dcp "$dcp" \
+    --cp-kv-cache-interleave-size "$il" --prefill-chunks "${chunks:1}"
+  for pair in $6; do
+    n=${pair%%:*} chunk=${pair##*:} tol=1e-3
+    if [[ $kv == bf16 ]]; then
+      tol=$(bf16_bound "$n")
+      echo "bf16 bound for prompt $n: one rank's bf16 and f32 logits differ by up to $tol"
+    fi
+    node "$SRC/tests/tools/compare_runs.js" "$TMP/base-$kv-$n.json" "$TMP/base-$kv-$n.bin" \
+      "$out-$n.json" "$out-$n.bin" "$tol" \
+      "tp $tp pcp $pcp dcp $dcp interleave $il, chunk $chunk, prompt $n, kv $kv" ||
+      failures=$((failures + 1))
+    runs=$((runs + 1))
+  done
 }
+# One rank without chunking (the whole prompt in one step), one launch per KV dtype.
+base_lens="777 3000"
+[[ "${CP_CHUNK_FULL:-0}" == 1 ]] && base_lens+=" 1"
+for layout in "${LAYOUTS[@]}"; do
+  IFS=, read -r _ pcp _ _ <<<"$layout"; base_lens+=" $((2 * pcp + 1))"
+done
+cp_runs "$TMP/base-f32" "$(tr ' ' '\n' <<<"$base_lens" | sort -n | uniq | xargs)" \
+  --kv-cache-dtype f32 --prefill-chunk 100000
+cp_runs "$TMP/base-bf16" "777 3000" --kv-cache-dtype bf16 --prefill-chunk 100000
+
 for li in "${!LAYOUTS[@]}"; do
   IFS=, read -r tp pcp dcp il <<<"${LAYOUTS[$li]}"
   if [[ "${CP_CHUNK_FULL:-0}" == 1 ]]; then
     for chunk in "${CHUNKS[@]}"; do
-      for n in 1 $((2 * pcp + 1)) 777 3000; do check "$n" f32 "$tp" "$pcp" "$dcp" "$il" "$chunk"; done
+      check f32 "$tp" "$pcp" "$dcp" "$il" "1:$chunk $((2 * pcp + 1)):$chunk 777:$chunk 3000:$chunk"
     done
   else
-    check $((2 * pcp + 1)) f32 "$tp" "$pcp" "$dcp" "$il" 1
-    check 777 f32 "$tp" "$pcp" "$dcp" "$il" $((li % 2 ? 64 : 7))
-    check 3000 f32 "$tp" "$pcp" "$dcp" "$il" $((li % 2 ? 1000 : 256))
+    check f32 "$tp" "$pcp" "$dcp" "$il" \
+      "$((2 * pcp + 1)):1 777:$((li % 2 ? 64 : 7)) 3000:$((li % 2 ? 1000 : 256))"
   fi
 done
 # bf16 KV cache: two layouts, chunks that cut the prompt several times, two prompts.
-check 777 bf16 2 2 1 1 64
-check 3000 bf16 4 2 2 8 256
+check bf16 2 2 1 1 "777:64"
+check bf16 4 2 2 8 "3000:256"
 [[ $failures -eq 0 ]] || { echo "FAIL: $failures of $runs runs differ from one rank"; exit 1; }
 echo "cp_chunked_equivalence_test: $runs runs match the single-rank run"

