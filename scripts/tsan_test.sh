@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The threaded unit tests under ThreadSanitizer: the thread pool (core_test), the engine loop
-# with its client threads (engine_test) and the HTTP server with the engine in one process
-# (api_server_test). Builds those executables in build-tsan (-DCPINFER_SANITIZER=thread) and
+# with its client threads (engine_test), the HTTP server with the engine in one process
+# (api_server_test) and the communication worker thread (comm_worker_test). Builds those executables in build-tsan (-DCPINFER_SANITIZER=thread) and
 # runs them with ctest; any report fails (halt_on_error, and the log is searched as well).
 # Suppressions (tests/sanitizers/tsan.supp) are for third-party code only. scripts/test.sh
 # runs this after the ASan stage; CPINFER_SKIP_SANITIZERS=1 skips both there.
@@ -15,8 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 TSAN_BUILD_DIR=${TSAN_BUILD_DIR:-build-tsan}
-TSAN_CTEST=${TSAN_CTEST:-'^(ThreadPool\.|Engine\.(CancelFreesPages|StopTokenIds)|ApiServer\.)'}
-targets=(core_test engine_test api_server_test)
+TSAN_CTEST=${TSAN_CTEST:-'^(ThreadPool\.|Engine\.(CancelFreesPages|StopTokenIds)|ApiServer\.|CommWorker\.)'}
+targets=(core_test engine_test api_server_test comm_worker_test)
 echo "[sanitizers] TSan: ${targets[*]} (tests: $TSAN_CTEST)"
 cmake -S . -B "$TSAN_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCPINFER_SANITIZER=thread >/dev/null

@@ -5,6 +5,10 @@
 //   itl_s         inter-token latency: one decode step, sampling included
 //   comm_s        time rank 0 spent inside collectives during the prefill
 //   comm_decode_s time rank 0 spent inside collectives per decode step
+//   kv_gather_s   time of the PCP K/V gathers of the prefill (all layers); with overlap
+//                 they run beside the attention over each rank's own rows, and
+//                 kv_gather_exposed_s is the part rank 0 waited for; comm_exposed_s =
+//                 comm_s minus the hidden part (comm_exposed_share_prefill: / ttft_s)
 //   comm_bytes    bytes rank 0 received from other ranks, by traffic kind (kv_gather,
 //                 query_gather, dcp_combine, pcp_combine, hidden_gather, logits_gather,
 //                 tp_all_reduce, control) and in total: "prefill" for the prompt's step,
@@ -33,6 +37,7 @@
 #include <chrono>
 #include <memory>
 #include <cstdio>
+#include <fstream>
 
 #include "cli/commands.h"
 #include "cli/rank_setup.h"
@@ -60,7 +65,8 @@ struct LatencyArgs {
   int64_t input_len = 512, output_len = 32;
   int num_iters = 3, warmup = 1, threads_per_rank = 0;
   uint64_t seed = 0;
-  bool json = false, profile = false;
+  bool json = false, profile = false, no_overlap_comm = false;
+  std::string timeline;
   LayoutSpec layout;
 };
 
@@ -128,6 +134,9 @@ struct IterTimes {
   double ttft = 0, comm_prefill = 0;
   std::vector<double> itl, comm_decode;
   TrafficBytes bytes_prefill{}, bytes_decode{};  // decode: mean per step
+  StepAttention::OverlapStats overlap;            // the prefill's PCP K/V gathers
+  std::vector<StepAttention::LayerTimes> timeline;
+  double t0 = 0;                                  // the prefill's start (steady clock)
 };
 
 // One request through the executor (rank 0), timing each step.
@@ -151,6 +160,9 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
   }
   t.comm_prefill = comm.stats().seconds;
   t.bytes_prefill = traffic_bytes(comm);
+  t.t0 = t0;
+  t.overlap = exec.runner().attention().take_overlap_stats();
+  t.timeline = exec.runner().attention().layer_times();
   for (int64_t i = 1; i < output_len; ++i) {
     plan.seqs[0].begin += plan.seqs[0].num_tokens;
     plan.seqs[0].num_tokens = 1;
@@ -185,6 +197,7 @@ int run_latency(const LatencyArgs& a) {
   ro.page_size = a.layout.page_size;
   ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
   ro.max_cache_tokens = a.input_len + a.output_len;
+  ro.overlap_comm = !a.no_overlap_comm;
   ModelRunner runner(a.model, ro, global_pool(), &layout, &comm);
   StepExecutor exec(runner, &comm);
   if (!exec.is_driver()) {
@@ -194,6 +207,8 @@ int run_latency(const LatencyArgs& a) {
   Rng rng(a.seed);
   std::vector<double> ttft, itl, comm_p, comm_d, read_gbps;
   TrafficBytes bytes_prefill{}, bytes_decode{};  // of the last timed iteration
+  std::vector<double> gather_s, exposed_s;
+  IterTimes last;
   PhaseTotals prof;
   set_phase_profiling(a.profile);
   // On one rank the read bandwidth is sampled right after every timed iteration (the same
@@ -213,6 +228,9 @@ int run_latency(const LatencyArgs& a) {
     comm_d.insert(comm_d.end(), t.comm_decode.begin(), t.comm_decode.end());
     bytes_prefill = t.bytes_prefill;
     bytes_decode = t.bytes_decode;
+    gather_s.push_back(t.overlap.gather_s);
+    exposed_s.push_back(t.overlap.exposed_s);
+    last = t;
     if (probe)
       for (int r = 0; r < 3; ++r) read_gbps.push_back(probe->measure(0.1));
     CPI_LOG_INFO("iteration {}: ttft {:.3f}s, median itl {:.4f}s", it - a.warmup, t.ttft,
@@ -254,6 +272,14 @@ int run_latency(const LatencyArgs& a) {
   j["comm_share_prefill"] = median(comm_p) / median(ttft);
   j["comm_decode_s"] = median(comm_d);
   j["comm_share_decode"] = itl.empty() ? 0.0 : median(comm_d) / median(itl);
+  // The PCP K/V gather runs beside the attention over each rank's own rows: its time is in
+  // comm_s, but only the part rank 0 waited for is exposed.
+  const bool overlapped = ro.overlap_comm && comm.allows_helper_thread() && a.layout.pcp > 1;
+  j["overlap_comm"] = overlapped;
+  j["kv_gather_s"] = median(gather_s);
+  j["kv_gather_exposed_s"] = median(exposed_s);
+  j["comm_exposed_s"] = median(comm_p) - (median(gather_s) - median(exposed_s));
+  j["comm_exposed_share_prefill"] = j["comm_exposed_s"].get<double>() / median(ttft);
   j["comm_bytes"] = {{"prefill", traffic_json(bytes_prefill)},
                      {"decode", traffic_json(bytes_decode)}};
   // The same from the formulas (model/comm_volume.h; control traffic is not modelled).
@@ -279,6 +305,24 @@ int run_latency(const LatencyArgs& a) {
     j["phases"] = {{"prefill", phases_json(prof.prefill, prof.prefills, prof.prefill_s)},
                    {"decode", phases_json(prof.decode, prof.decode_steps, prof.decode_s)}};
   }
+  if (!a.timeline.empty()) {
+    // Milliseconds from the start of the last timed prefill, per layer.
+    nlohmann::json tl = nlohmann::json::array();
+    const double ms = 1e3;
+    for (size_t l = 0; l < last.timeline.size() && a.layout.pcp > 1; ++l) {
+      const StepAttention::LayerTimes& x = last.timeline[l];
+      tl.push_back({{"layer", l}, {"gather_start_ms", ms * (x.gather_start - last.t0)},
+                    {"gather_end_ms", ms * (x.gather_end - last.t0)},
+                    {"local_attention_end_ms", ms * (x.local_end - last.t0)},
+                    {"wait_end_ms", ms * (x.wait_end - last.t0)}});
+    }
+    std::ofstream f(a.timeline);
+    CPI_CHECK(f.good(), "cannot write --timeline file '{}'", a.timeline);
+    f << nlohmann::json{{"ttft_ms", 1e3 * last.ttft}, {"overlap_comm", overlapped},
+                        {"layout", j["layout"]}, {"input_len", a.input_len}, {"layers", tl}}
+             .dump(1)
+      << "\n";
+  }
   if (a.json) std::printf("%s\n", j.dump().c_str());
   else std::printf("%s\n", j.dump(2).c_str());
   return 0;
@@ -302,6 +346,12 @@ void register_bench_latency(CLI::App& bench, CommandAction* action) {
   cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "One JSON line");
+  cmd->add_flag("--no-overlap-comm", a->no_overlap_comm,
+                "Under PCP, gather the new K/V before the attention instead of overlapping the "
+                "gather with the attention over each rank's own tokens");
+  cmd->add_option("--timeline", a->timeline,
+                  "Write rank 0's per-layer timeline of the PCP K/V gather in the last timed "
+                  "prefill to this file (JSON)");
   cmd->add_flag("--profile", a->profile,
                 "Also report rank 0's time per phase (embedding, norms, linear layers, "
                 "attention, collectives, LM head, sampling) and its busy pool threads");

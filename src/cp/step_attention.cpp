@@ -1,6 +1,7 @@
 #include "cp/step_attention.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -11,6 +12,11 @@
 namespace cpinfer {
 
 namespace {
+
+double timeline_clock() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 AttentionBatch batch_of(const AttentionWork& w, bool causal) {
   AttentionBatch b;
@@ -26,8 +32,8 @@ AttentionBatch batch_of(const AttentionWork& w, bool causal) {
 }  // namespace
 
 StepAttention::StepAttention(Comm* comm, const CpLayout& layout, int64_t hq, int64_t hkv,
-                             int64_t D, int64_t max_pages)
-    : comm_(comm), layout_(layout), hq_(hq), hkv_(hkv), D_(D) {
+                             int64_t D, int64_t max_pages, int64_t num_layers)
+    : comm_(comm), layout_(layout), hq_(hq), hkv_(hkv), D_(D), layer_times_(size_t(num_layers)) {
   CPI_ASSERT(layout.world() == 1 || comm != nullptr);
   // DCP gathers the q heads of a DCP group onto one KV head (a DCP group holds replicas of
   // the same KV head; ParallelLayout enforces tp > num_kv_heads).
@@ -83,12 +89,24 @@ void StepAttention::plan(const RankStep& step, const KvCache& cache, ThreadPool&
   xrecv_.resize(xsend_.size());
   merged_.resize(size_t((Td + Gc) * QD));
   merged_lse_.resize(size_t((Td + Gc) * hq_));
-  if (!step.causal.page_indices.empty()) {
-    // The new K/V buffer as a paged cache of page size 1 whose "pages" are buffer rows.
-    PagedKv shape{nullptr, nullptr, DType::F32, 1, hkv_, D_};
-    plan_attention(paged_problem(batch_of(step.causal, true), hq_, shape, pool.size()),
+  // The new K/V buffers as paged caches of page size 1 whose "pages" are buffer rows.
+  const PagedKv rows_shape{nullptr, nullptr, DType::F32, 1, hkv_, D_};
+  if (P == 1 && !step.causal.page_indices.empty()) {
+    plan_attention(paged_problem(batch_of(step.causal, true), hq_, rows_shape, pool.size()),
                    &causal_plan_);
     causal_ws_.reserve(causal_plan_);
+  }
+  if (P > 1 && N > 0) {
+    plan_attention(paged_problem(batch_of(step.local, true), hq_, rows_shape, pool.size()),
+                   &causal_plan_);
+    causal_ws_.reserve(causal_plan_);
+    plan_attention(paged_problem(batch_of(step.remote, false), hq_, rows_shape, pool.size()),
+                   &remote_plan_);
+    remote_ws_.reserve(remote_plan_);
+    lkbuf_.resize(size_t(T * KD));
+    lvbuf_.resize(size_t(T * KD));
+    ro_.resize(size_t(T * QD));
+    rlse_.resize(size_t(T * hq_));
   }
   if (Ns > 0) {
     // Every shard query sees every context token of this rank's shard (non-causal: the
@@ -110,7 +128,7 @@ void StepAttention::run(const RankStep& step, int64_t layer, KvCache& cache, con
     return;
   }
   // A step of decodes only has no new-token work (no gather, no buffer).
-  if (!step.causal.page_indices.empty())
+  if (layout_.pcp > 1 ? step.new_kv_rows > 0 : !step.causal.page_indices.empty())
     new_tokens(step, layer, cache, q, k, v, ld, sm_scale, o, pool);
   // The owner writes a decode token's K/V before the shard attention, so its shard includes
   // it (§6).
@@ -155,47 +173,85 @@ void StepAttention::new_tokens(const RankStep& step, int64_t layer, KvCache& cac
                                float sm_scale, float* o, ThreadPool& pool) {
   const int64_t KD = hkv_ * D_, T = step.num_tokens(), N = step.new_kv_rows;
   const bool round_to_bf16 = cache.shape().dtype == DType::BF16;
-  if (layout_.pcp > 1) {
-    // Pack each real local row as [k | v] in the cache's dtype so one all-gather moves both
-    // (no pads), then restore: buffer row i = gathered row restore[i] (padded global order);
-    // a pad's row is zero (no real query sees it).
-    TrafficScope traffic(comm_, Traffic::KvGather);
-    const int64_t G = int64_t(step.gather_rows.size());
-    const size_t row_bytes = size_t(2 * KD) * dtype_size(kv_wire_);
-    for (int64_t i = 0; i < G; ++i) {
-      const int64_t row = step.gather_rows[size_t(i)];
-      pack_kv(k + row * ld, v + row * ld, KD, kv_wire_, &kv_send_[size_t(i) * row_bytes]);
-    }
-    comm_->all_gather_v(kv_send_.data(), size_t(G * 2 * KD), kv_recv_.data(), kv_counts_,
-                        kv_displs_, kv_wire_, Group::Pcp);
-    CPI_ASSERT(int64_t(step.restore.size()) == N);
-    for (int64_t i = 0; i < N; ++i) {
-      const int64_t r = step.restore[size_t(i)];
-      float* kd = &kbuf_[size_t(i * KD)];
-      float* vd = &vbuf_[size_t(i * KD)];
-      if (r < 0) {
-        std::fill_n(kd, KD, 0.f);
-        std::fill_n(vd, KD, 0.f);
-      } else {
-        unpack_kv(&kv_recv_[size_t(r) * row_bytes], KD, kv_wire_, kd, vd);
-      }
-    }
-  } else {
+  if (layout_.pcp == 1) {
     for (int64_t i = 0; i < T; ++i) {
       std::memcpy(&kbuf_[size_t(i * KD)], k + i * ld, size_t(KD) * 4);
       std::memcpy(&vbuf_[size_t(i * KD)], v + i * ld, size_t(KD) * 4);
     }
     // A bf16 cache: attend to the new tokens as the cache holds them (rounded), as one rank
-    // and the later context attention do, so that the layout does not change the answer
-    // (under PCP the gather already carried them rounded).
+    // and the later context attention do, so that the layout does not change the answer.
     if (round_to_bf16)
       for (std::vector<float>* buf : {&kbuf_, &vbuf_})
         for (int64_t i = 0; i < N * KD; ++i) (*buf)[size_t(i)] = float(bf16((*buf)[size_t(i)]));
+    // Each rank caches only the real new tokens it owns (slot -1 skips the rest).
+    cache.append(layer, kbuf_.data(), vbuf_.data(), KD, step.new_kv_slots.data(), N);
+    PagedKv kv{kbuf_.data(), vbuf_.data(), DType::F32, 1, hkv_, D_};
+    run_attention(causal_plan_, q, ld, kv, sm_scale, o, hq_ * D_, lse_.data(), causal_ws_, pool);
+    return;
+  }
+  // PCP: pack each real local row as [k | v] in the cache's dtype so one all-gather moves
+  // both (no pads), and gather them -- on the comm worker while this rank attends to its
+  // own rows (`local`), or first when overlap is off. Then restore (buffer row i = gathered
+  // row restore[i], padded global order; a pad's row is zero: no real query sees it), write
+  // the owned rows to the cache, attend to the other ranks' rows (`remote`) and merge.
+  const double t0 = timeline_clock();
+  const int64_t G = int64_t(step.gather_rows.size());
+  const size_t row_bytes = size_t(2 * KD) * dtype_size(kv_wire_);
+  for (int64_t i = 0; i < G; ++i) {
+    const int64_t row = step.gather_rows[size_t(i)];
+    pack_kv(k + row * ld, v + row * ld, KD, kv_wire_, &kv_send_[size_t(i) * row_bytes]);
+  }
+  LayerTimes& lt = layer_times_[size_t(layer)];
+  lt = {};
+  lt.gather_start = t0;
+  gather_count_ = G * 2 * KD;
+  gather_layer_ = layer;
+  // Captures only `this`, so std::function stores it in place: no allocation per layer.
+  auto gather = [this] {
+    TrafficScope traffic(comm_, Traffic::KvGather);
+    comm_->all_gather_v(kv_send_.data(), size_t(gather_count_), kv_recv_.data(), kv_counts_,
+                        kv_displs_, kv_wire_, Group::Pcp);
+    layer_times_[size_t(gather_layer_)].gather_end = timeline_clock();
+  };
+  const bool overlap = overlap_ && comm_->allows_helper_thread();
+  if (overlap) worker_.start(gather);
+  else gather();
+  // Own rows as the cache will hold them (rounded for a bf16 cache, like the gathered ones).
+  for (int64_t i = 0; i < T; ++i) {
+    float* kd = &lkbuf_[size_t(i * KD)];
+    float* vd = &lvbuf_[size_t(i * KD)];
+    for (int64_t j = 0; j < KD; ++j) {
+      kd[j] = round_to_bf16 ? float(bf16(k[i * ld + j])) : k[i * ld + j];
+      vd[j] = round_to_bf16 ? float(bf16(v[i * ld + j])) : v[i * ld + j];
+    }
+  }
+  PagedKv local{lkbuf_.data(), lvbuf_.data(), DType::F32, 1, hkv_, D_};
+  run_attention(causal_plan_, q, ld, local, sm_scale, o, hq_ * D_, lse_.data(), causal_ws_, pool);
+  lt.local_end = timeline_clock();
+  if (overlap) worker_.wait();
+  lt.wait_end = timeline_clock();
+  overlap_stats_.gather_s += lt.gather_end - lt.gather_start;
+  overlap_stats_.exposed_s += overlap ? lt.wait_end - lt.local_end : lt.gather_end - lt.gather_start;
+  overlap_stats_.layers += 1;
+  CPI_ASSERT(int64_t(step.restore.size()) == N);
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t r = step.restore[size_t(i)];
+    float* kd = &kbuf_[size_t(i * KD)];
+    float* vd = &vbuf_[size_t(i * KD)];
+    if (r < 0) {
+      std::fill_n(kd, KD, 0.f);
+      std::fill_n(vd, KD, 0.f);
+    } else {
+      unpack_kv(&kv_recv_[size_t(r) * row_bytes], KD, kv_wire_, kd, vd);
+    }
   }
   // Each rank caches only the real new tokens it owns (slot -1 skips the rest).
   cache.append(layer, kbuf_.data(), vbuf_.data(), KD, step.new_kv_slots.data(), N);
-  PagedKv kv{kbuf_.data(), vbuf_.data(), DType::F32, 1, hkv_, D_};
-  run_attention(causal_plan_, q, ld, kv, sm_scale, o, hq_ * D_, lse_.data(), causal_ws_, pool);
+  PagedKv remote{kbuf_.data(), vbuf_.data(), DType::F32, 1, hkv_, D_};
+  run_attention(remote_plan_, q, ld, remote, sm_scale, ro_.data(), hq_ * D_, rlse_.data(),
+                remote_ws_, pool);
+  merge_state(T, hq_, D_, o, hq_ * D_, lse_.data(), hq_, ro_.data(), hq_ * D_, rlse_.data(), hq_,
+              o, hq_ * D_, lse_.data(), hq_, &pool);
 }
 
 void StepAttention::shard(const RankStep& step, int64_t layer, KvCache& cache, const float* q,

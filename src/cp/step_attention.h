@@ -6,7 +6,8 @@
 // W > 1, in this order:
 //   1. new K/V: PCP all-gather of the real rows in the cache's dtype + restore (pcp > 1) or
 //      a copy of the local rows, written to the cache by its owners; causal attention over
-//      it (head/tail chunks under PCP).
+//      it. Under PCP in two parts merged by LSE: the rank's own rows (computed while the
+//      gather is in flight on a comm worker thread) and the other ranks' rows.
 //   2. decode tokens: the owner writes the token's K/V.
 //   3. shard attention: decode queries and chunk queries (PCP-gathered) against this rank's
 //      shard of the context: DCP Q all-gather, partial attention, DCP combine (one
@@ -22,6 +23,7 @@
 #include "core/thread_pool.h"
 #include "cp/step_planner.h"
 #include "dist/comm.h"
+#include "dist/comm_worker.h"
 #include "kernels/attention.h"
 
 namespace cpinfer {
@@ -31,10 +33,31 @@ class StepAttention {
   // hq, hkv: this rank's (TP-local) q and KV heads; D: head_dim. comm: null for W == 1 and
   // tp == 1 (a single rank).
   StepAttention(Comm* comm, const CpLayout& layout, int64_t hq, int64_t hkv, int64_t head_dim,
-                int64_t max_pages);
+                int64_t max_pages, int64_t num_layers);
 
   // Once per step, before layer 0.
   void plan(const RankStep& step, const KvCache& cache, ThreadPool& pool);
+
+  // PCP K/V gather overlapped with the attention over the rank's own rows (default on; off:
+  // gather first, then the same two attention parts). Needs MPI_THREAD_SERIALIZED, else off.
+  void set_overlap(bool on) { overlap_ = on; }
+  // Seconds of the PCP K/V gathers since the last take, and of them the part this rank
+  // waited for (not hidden behind its own attention), over `layers` layer calls.
+  struct OverlapStats {
+    double gather_s = 0, exposed_s = 0;
+    int64_t layers = 0;
+  };
+  OverlapStats take_overlap_stats() {
+    OverlapStats s = overlap_stats_;
+    overlap_stats_ = {};
+    return s;
+  }
+  // The last step's per-layer timeline of the PCP K/V gather (steady-clock seconds):
+  // gather started, gather finished (on the worker), own-rows attention finished, wait over.
+  struct LayerTimes {
+    double gather_start = 0, gather_end = 0, local_end = 0, wait_end = 0;
+  };
+  const std::vector<LayerTimes>& layer_times() const { return layer_times_; }
 
   // Per layer, after plan(step): q, k, v: [T, heads * D] rows of the local tokens after
   // RoPE, row stride ld (views into one fused qkv buffer). o: [T, hq * D] (stride hq * D).
@@ -52,11 +75,16 @@ class StepAttention {
   CpLayout layout_;
   int64_t hq_, hkv_, D_;
   const RankStep* planned_ = nullptr;
-  AttentionPlan paged_plan_, causal_plan_, shard_plan_;
-  AttentionWorkspace paged_ws_, causal_ws_, shard_ws_;
+  AttentionPlan paged_plan_, causal_plan_, remote_plan_, shard_plan_;
+  AttentionWorkspace paged_ws_, causal_ws_, remote_ws_, shard_ws_;
+  bool overlap_ = true;
+  CommWorker worker_;
+  int64_t gather_count_ = 0, gather_layer_ = 0;  // the gather the worker runs
+  OverlapStats overlap_stats_;
+  std::vector<LayerTimes> layer_times_;
   // Workspaces (grow to the largest step; reused by every layer).
   std::vector<float> lse_, send_, gathered_, kbuf_, vbuf_, qs_, qg_, od_, lsed_, mine_, s_star_,
-      xsend_, xrecv_, merged_, merged_lse_;
+      xsend_, xrecv_, merged_, merged_lse_, lkbuf_, lvbuf_, ro_, rlse_;
   // The K/V gather in the cache's dtype (bytes), its counts and displacements (elements).
   DType kv_wire_ = DType::F32;
   std::vector<uint8_t> kv_send_, kv_recv_;

@@ -43,7 +43,7 @@ void StepPlanner::plan(const std::vector<SequenceStep>& steps, PagePool& pool, R
   s.positions.clear();
   s.logit_from_gathered.clear();
   s.new_kv_rows = 0;
-  for (AttentionWork* w : {&s.paged, &s.causal, &s.shard}) w->clear();
+  for (AttentionWork* w : {&s.paged, &s.causal, &s.local, &s.remote, &s.shard}) w->clear();
   for (const SequenceStep& st : steps) {
     CPI_CHECK(st.num_tokens >= 1, "a sequence step must add at least one token");
     SequenceState& seq = *st.seq;
@@ -123,18 +123,27 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
   // Pass 2: causal work over the new K/V buffer, cache writes, logit rows, decode shards.
   // The buffer's "page table" lists buffer rows (page size 1), so a head chunk and a tail
   // chunk can both point at their request's first rows.
+  auto add_rows = [](AttentionWork& w, int64_t q_len, int64_t kv_begin, int64_t kv_len) {
+    w.q_indptr.push_back(w.q_indptr.back() + q_len);
+    w.kv_lens.push_back(kv_len);
+    for (int64_t j = 0; j < kv_len; ++j) w.page_indices.push_back(int32_t(kv_begin + j));
+    w.page_indptr.push_back(int32_t(w.page_indices.size()));
+  };
   auto add_causal = [&](int64_t q_len, int64_t kv_begin, int64_t kv_len) {
-    s.causal.q_indptr.push_back(s.causal.q_indptr.back() + q_len);
-    s.causal.kv_lens.push_back(kv_len);
-    for (int64_t j = 0; j < kv_len; ++j) s.causal.page_indices.push_back(int32_t(kv_begin + j));
-    s.causal.page_indptr.push_back(int32_t(s.causal.page_indices.size()));
+    add_rows(s.causal, q_len, kv_begin, kv_len);
   };
   for (size_t i = 0; i < steps.size(); ++i) {
     const SequenceStep& st = steps[i];
     const SequenceState& seq = *st.seq;
     const int64_t C = seq.num_cached, n = st.num_tokens, off = local_offset_[i];
     if (reqs_[i].is_decode) {
-      add_causal(1, 0, 0);  // keeps causal query rows aligned with local rows
+      // Empty pseudo-sequences keep the query rows aligned with the local rows.
+      if (P > 1) {
+        add_rows(s.local, 1, 0, 0);
+        add_rows(s.remote, 1, 0, 0);
+      } else {
+        add_causal(1, 0, 0);
+      }
       s.decode_slots.push_back(slot_of(seq, C));
       s.shard.add(1, layout_.local_len(C + 1), seq.pages.data(), layout_.pages_needed(C + 1));
       s.logit_rows.push_back(off);
@@ -143,10 +152,21 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
     }
     if (P > 1) {
       // Head chunk r sees the first (r + 1) c new tokens, tail chunk 2P-1-r the first
-      // (2P - r) c (bottom-right causal inside each).
+      // (2P - r) c (bottom-right causal inside each). Split into own rows and other ranks'.
+      // Example, P 2, c 3, rank 1: head chunk 1 (local rows off..off+2) sees its own rows
+      // causally and buffer rows start+0..2 (chunk 0); tail chunk 2 (local rows off+3..off+5)
+      // sees local rows off..off+5 (chunk 1 fully, itself causally) and buffer rows
+      // start+0..2 (chunk 0).
       const int64_t c = part_.chunk[i], r = layout_.pcp_rank, start = part_.padded_start[i];
-      add_causal(c, start, (r + 1) * c);
-      add_causal(c, start, (2 * P - r) * c);
+      add_rows(s.local, c, off, c);
+      add_rows(s.local, c, off, 2 * c);
+      add_rows(s.remote, c, start, r * c);  // chunks 0 .. r-1
+      // chunks 0 .. 2P-2-r without chunk r (this rank's head, seen locally)
+      s.remote.q_indptr.push_back(s.remote.q_indptr.back() + c);
+      s.remote.kv_lens.push_back((2 * P - 2 - r) * c);
+      for (int64_t j = 0; j < (2 * P - 1 - r) * c; ++j)
+        if (j / c != r) s.remote.page_indices.push_back(int32_t(start + j));
+      s.remote.page_indptr.push_back(int32_t(s.remote.page_indices.size()));
       for (int64_t p = 0; p < n; ++p) s.new_kv_slots[size_t(start + p)] = slot_of(seq, C + p);
       for (int64_t p = st.all_logits ? 0 : n - 1; p < n; ++p) {
         s.logit_rows.push_back(p);  // relative to the request: plan_hidden_gather maps it
@@ -173,7 +193,8 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
       s.shard.add(q_len, layout_.local_len(C), st.seq->pages.data(), layout_.pages_needed(C));
     }
   if (P > 1 && !logit_req_.empty()) plan_hidden_gather(s);
-  CPI_ASSERT(s.causal.q_indptr.back() == s.num_tokens());
+  CPI_ASSERT((P > 1 ? s.local : s.causal).q_indptr.back() == s.num_tokens());
+  CPI_ASSERT(P == 1 || s.remote.q_indptr.back() == s.num_tokens());
   CPI_ASSERT(s.num_shard_queries() ==
              int64_t(s.decode_rows.size()) + P * int64_t(s.chunk_rows.size()));
 }

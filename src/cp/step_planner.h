@@ -80,9 +80,20 @@ struct RankStep {
   // a decode row).
   int64_t new_kv_rows = 0;
   std::vector<int64_t> new_kv_slots;
-  // Causal attention over the buffer (as a cache of page size 1 whose "pages" are buffer
-  // rows): query rows are the local rows in order; decode rows are empty pseudo-sequences.
+  // pcp == 1: causal attention over the buffer (as a cache of page size 1 whose "pages" are
+  // buffer rows): query rows are the local rows in order; decode rows are empty
+  // pseudo-sequences.
   AttentionWork causal;
+  // pcp > 1, the same attention in two parts merged by LSE, so that the first needs no
+  // communication and runs while the K/V gather is in flight:
+  //   local:  over this rank's own rows (pages = local rows): the head chunk causally over
+  //           itself; the tail chunk over the head chunk and causally over itself (its
+  //           local rows are head then tail, so one bottom-right causal block of kv 2c).
+  //   remote: over the other ranks' chunks it must see (pages = buffer rows), non-causal:
+  //           the head chunk r over chunks 0..r-1, the tail chunk 2P-1-r over chunks
+  //           0..2P-2-r except r. Rank 0's head chunk has none (an empty state).
+  // Both cover every local row (decode rows: empty pseudo-sequences).
+  AttentionWork local, remote;
   // Decode rows: local row and cache slot (-1: another rank owns the token).
   std::vector<int64_t> decode_rows, decode_slots;
   // Chunk rows (C > 0, n > 1): their local rows, in local order (same count on every PCP

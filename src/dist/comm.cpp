@@ -80,6 +80,7 @@ struct Comm::Impl {
 
   bool mpi = false;              // collectives of groups > 1 go through MPI
   bool we_initialised = false;   // so we finalise
+  bool serialized = true;        // MPI_THREAD_SERIALIZED or more (or no MPI)
   int world_rank = 0, world_size = 1;
   GroupComm groups[4];
   std::vector<float> f32_send, f32_recv;  // BF16 sums in f32 (grown, never shrunk)
@@ -167,6 +168,9 @@ Comm::Comm() : impl_(std::make_unique<Impl>()) {
                 "MPI_Init_thread provided thread level {} < MPI_THREAD_FUNNELED", provided);
     }
     m.mpi = true;
+    int level = 0;
+    MPI_Query_thread(&level);
+    m.serialized = level >= MPI_THREAD_SERIALIZED;
     m.check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
             "MPI_Comm_set_errhandler", Group::World);
     m.check(MPI_Comm_rank(MPI_COMM_WORLD, &m.world_rank), "MPI_Comm_rank", Group::World);
@@ -191,6 +195,7 @@ Comm::Comm() : impl_(std::make_unique<Impl>()) {
 Comm::~Comm() = default;
 
 bool Comm::uses_mpi() const { return impl_->mpi; }
+bool Comm::allows_helper_thread() const { return impl_->serialized; }
 int Comm::rank(Group g) const { return impl_->group(g).rank; }
 int Comm::size(Group g) const { return impl_->group(g).size; }
 const std::vector<int>& Comm::members(Group g) const { return impl_->group(g).members; }

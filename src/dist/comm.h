@@ -64,6 +64,9 @@ class Comm {
   const std::vector<int>& members(Group g) const;
   // True when MPI is initialised (started by mpirun/mpiexec, even as a world of one).
   bool uses_mpi() const;
+  // True when a second thread may make this rank's MPI calls while the first makes none
+  // (the library provides MPI_THREAD_SERIALIZED or more; always true without MPI).
+  bool allows_helper_thread() const;
 
   // Groups of size 1 never call MPI: collectives are copies (or nothing). Counts are elements
   // of `dtype`; every MPI error becomes an Error naming the call, the group and the rank.

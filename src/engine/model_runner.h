@@ -24,6 +24,7 @@ struct RunnerOptions {
   int64_t max_cache_tokens = 4096;  // KV capacity in tokens of sequence (all sequences
                                     // together); under CP each rank holds its share
   int64_t num_pages = 0;            // > 0: each rank's pool size in pages (overrides the above)
+  bool overlap_comm = true;         // PCP K/V gather overlapped with own-rows attention
 };
 
 class ModelRunner {
@@ -48,6 +49,8 @@ class ModelRunner {
   const std::vector<float>& step(const std::vector<SequenceStep>& steps);
   // Returns a sequence's pages to the pool.
   void release(SequenceState& seq);
+  // The attention object of every layer (its PCP overlap statistics and timeline).
+  StepAttention& attention() { return decoder_.attention(); }
   // Applies one of rank 0's page operations to this rank's pool (and KV cache, for a copy);
   // seq: the sequence of a Take, Share or Copy.
   void apply_page_op(const PageOp& op, SequenceState* seq);

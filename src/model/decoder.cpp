@@ -20,7 +20,7 @@ Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights, KvCache
       pool_(pool),
       comm_(comm),
       attention_(comm, cp, weights.shard.num_q_heads, weights.shard.num_kv_heads,
-                 config.head_dim, cache.shape().num_pages),
+                 config.head_dim, cache.shape().num_pages, config.num_layers),
       tp_size_(comm ? comm->size(Group::Tp) : 1),
       pcp_size_(int(cp.pcp)),
       inv_freq_(rope_inv_freq(config)) {}

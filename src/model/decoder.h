@@ -31,6 +31,7 @@ class Decoder {
   void forward(const RankStep& step, float* logits);
 
   const ModelConfig& config() const { return config_; }
+  StepAttention& attention() { return attention_; }
 
  private:
   void reserve(int64_t tokens);

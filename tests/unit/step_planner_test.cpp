@@ -99,9 +99,20 @@ TEST(StepPlanner, HandWorkedChunkAndDecodeAtW4) {
   // Restore: padded order 0..11 <- rank 0 holds rel 0-2 (rows 0-2) and 9-11 (rows 3-5),
   // rank 1 holds rel 3-8 (rows 6-11).
   EXPECT_EQ(s0.restore, (std::vector<int64_t>{0, 1, 2, 6, 7, 8, 9, 10, 11, 3, 4, 5}));
-  // Causal: head chunk sees new tokens 0-2, tail chunk 0-11; B is an empty pseudo-sequence.
-  EXPECT_EQ(s0.causal.q_indptr, (std::vector<int64_t>{0, 3, 6, 7}));
-  EXPECT_EQ(s0.causal.kv_lens, (std::vector<int64_t>{3, 12, 0}));
+  // Causal over the new tokens, in two parts. Own rows (local rows 0-5 = relative 0-2, 9-11):
+  // the head chunk sees itself causally, the tail chunk the head chunk and itself causally.
+  // Other ranks' rows: the head chunk (chunk 0) none; the tail chunk (chunk 3) chunks 1 and
+  // 2, buffer rows 3-8. B is an empty pseudo-sequence in both.
+  EXPECT_TRUE(s0.causal.kv_lens.empty());
+  EXPECT_EQ(s0.local.q_indptr, (std::vector<int64_t>{0, 3, 6, 7}));
+  EXPECT_EQ(s0.local.kv_lens, (std::vector<int64_t>{3, 6, 0}));
+  EXPECT_EQ(s0.local.page_indices, (std::vector<int32_t>{0, 1, 2, 0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(s0.remote.q_indptr, (std::vector<int64_t>{0, 3, 6, 7}));
+  EXPECT_EQ(s0.remote.kv_lens, (std::vector<int64_t>{0, 6, 0}));
+  EXPECT_EQ(s0.remote.page_indices, (std::vector<int32_t>{3, 4, 5, 6, 7, 8}));
+  // R2 (PCP rank 1, relative 3-5 head = chunk 1, 6-8 tail = chunk 2): both see chunk 0.
+  EXPECT_EQ(r[2].step.remote.kv_lens, (std::vector<int64_t>{3, 3, 0}));
+  EXPECT_EQ(r[2].step.remote.page_indices, (std::vector<int32_t>{0, 1, 2, 0, 1, 2}));
   // Shard: B's decode over local_len(41), then A's two PCP blocks of 6 queries over
   // local_len(24). Of B's 0-40, R0 holds 0-7 and 32-39, R1 8-15 and 40 ((40 / 8) % 4 = 1).
   EXPECT_EQ(s0.shard.q_indptr, (std::vector<int64_t>{0, 1, 7, 13}));
@@ -246,14 +257,29 @@ void check_step(int64_t pcp, int64_t dcp, const std::vector<SeqSpec>& specs,
       } else {
         for (size_t i = 0; i < ids.size(); ++i) buf[i] = ids[i];
       }
-      for (int64_t q = 0; q < st.causal.num_seqs(); ++q) {
-        const int64_t r0 = st.causal.q_indptr[size_t(q)], r1 = st.causal.q_indptr[size_t(q + 1)];
-        const int64_t kv = st.causal.kv_lens[size_t(q)], ql = r1 - r0;
-        for (int64_t i = 0; i < ql; ++i)
-          for (int64_t j = 0; j <= i + kv - ql && j < kv; ++j) {
-            const int64_t b = st.causal.page_indices[size_t(st.causal.page_indptr[size_t(q)] + j)];
-            if (buf[size_t(b)].first >= 0) sees[size_t(r0 + i)].insert(buf[size_t(b)].second);
-          }
+      // pcp 1: `causal` over the buffer. pcp > 1: `local` (causal, pages = local rows) and
+      // `remote` (non-causal, pages = buffer rows), each covering every local row.
+      auto visit = [&](const AttentionWork& w, bool causal,
+                       const std::vector<std::pair<int64_t, int64_t>>& rows_of_page) {
+        ASSERT_EQ(w.q_indptr.back(), int64_t(ids.size())) << what;
+        for (int64_t q = 0; q < w.num_seqs(); ++q) {
+          const int64_t r0 = w.q_indptr[size_t(q)], r1 = w.q_indptr[size_t(q + 1)];
+          const int64_t kv = w.kv_lens[size_t(q)], ql = r1 - r0;
+          ASSERT_EQ(w.page_indptr[size_t(q + 1)] - w.page_indptr[size_t(q)], kv) << what;
+          for (int64_t i = 0; i < ql; ++i)
+            for (int64_t j = 0; j < (causal ? std::min(i + kv - ql + 1, kv) : kv); ++j) {
+              const int64_t b = w.page_indices[size_t(w.page_indptr[size_t(q)] + j)];
+              const auto& id = rows_of_page[size_t(b)];
+              if (id.first >= 0 && id.second >= 0) sees[size_t(r0 + i)].insert(id.second);
+            }
+        }
+      };
+      if (pcp > 1) {
+        ASSERT_TRUE(st.causal.kv_lens.empty()) << what;
+        visit(st.local, true, ids);
+        visit(st.remote, false, buf);
+      } else {
+        visit(st.causal, true, buf);
       }
       // Shard visibility: decode queries then chunk blocks; for each, every rank's shard.
       int64_t chunk_i = 0;
