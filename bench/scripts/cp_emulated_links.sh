@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# PCP prefill over emulated links (not part of the test suite): two "hosts" are two network
+# namespaces joined by a veth pair (MTU 9000) whose both ends are rate-limited with a `tc tbf`
+# qdisc at 1, 10 and 25 Gbit/s; OpenMPI runs over TCP between them (one rank per namespace,
+# launched through `ip netns exec`, as tests/cli/mpi_two_namespace_test.sh does). For each
+# rate: `bench latency` of a $LONG-token prompt (default 16384) on the qwen2.5-0.5b shape
+# with 8 layers, pcp 2, 1 thread per rank, with the K/V gather overlapped (default) and not
+# (--no-overlap-comm), at 10 Gbit/s also with a bf16 cache; plus pcp 1 on one rank (1 thread)
+# for the strong-scaling ratio. No
+# latency is added: this kernel has no netem qdisc ("Specified qdisc kind is unknown"), so the
+# link's delay is the veth's own (~tens of us through the TCP stack). One JSON line per run
+# to $OUT (default bench/results/cp_emulated_links.jsonl), with other processes' CPU time
+# during the run. Needs root (CAP_SYS_ADMIN) and iproute2.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/lib/cpu_time.sh
+CPINFER=$(realpath "${CPINFER:-build/cpinfer}")
+OUT=${OUT:-bench/results/cp_emulated_links.jsonl}
+LONG=${LONG:-16384}
+RATES=${RATES:-"1 10 25"}
+mkdir -p "$(dirname "$OUT")" models
+: >"$OUT"
+M8=$(realpath -m models/qwen2.5-0.5b-L8)
+[[ -f "$M8/model.safetensors" ]] || "$CPINFER" make-model --preset qwen2.5-0.5b --num-layers 8 --out "$M8"
+if [[ $(id -u) -eq 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+NS_A=cpl$$a NS_B=cpl$$b VETH_A=cpw$$a VETH_B=cpw$$b
+IP_A=10.214.0.1 IP_B=10.214.0.2 SUBNET=10.214.0.0/24
+TMP=$(mktemp -d)
+cleanup() {
+  local ns pid
+  for ns in "$NS_A" "$NS_B"; do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  ip link del "$VETH_A" 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+ip netns add "$NS_A"
+ip netns add "$NS_B"
+ip link add "$VETH_A" mtu 9000 type veth peer name "$VETH_B" mtu 9000
+ip link set "$VETH_A" netns "$NS_A"
+ip link set "$VETH_B" netns "$NS_B"
+ip -n "$NS_A" addr add "$IP_A/24" dev "$VETH_A"
+ip -n "$NS_B" addr add "$IP_B/24" dev "$VETH_B"
+for ns in "$NS_A" "$NS_B"; do ip -n "$ns" link set lo up; done
+ip -n "$NS_A" link set "$VETH_A" up
+ip -n "$NS_B" link set "$VETH_B" up
+cat >"$TMP/agent.sh" <<AGENT
+#!/bin/sh
+host=\$1; shift
+case "\$host" in
+  $IP_A) ns=$NS_A ;;
+  $IP_B) ns=$NS_B ;;
+  *) echo "agent: unknown host \$host" >&2; exit 1 ;;
+esac
+exec ip netns exec "\$ns" /bin/sh -c "\$*"
+AGENT
+chmod +x "$TMP/agent.sh"
+printf '%s slots=1\n%s slots=1\n' "$IP_A" "$IP_B" >"$TMP/hosts"
+MPIRUN=(ip netns exec "$NS_A" mpirun --hostfile "$TMP/hosts" --bind-to none -np 2 --map-by node
+        --mca plm_rsh_agent "$TMP/agent.sh"
+        --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET"
+        --mca mpi_yield_when_idle 1 -x CPINFER_THREADS_PER_RANK=1)
+lscpu | grep "Model name"
+record() {  # record TAG RATE JSON_FILE OTHER_JIFFIES
+  node -e 'const fs=require("fs"); const [tag, rate, f, other] = process.argv.slice(1);
+    const r = JSON.parse(fs.readFileSync(f, "utf8").trim().split("\n").pop());
+    console.log(JSON.stringify({tag, link_gbps: +rate || null, machine_busy_jiffies: +other, result: r}))' "$@" | tee -a "$OUT"
+}
+run() {  # run TAG RATE cmd...
+  local tag=$1 rate=$2; shift 2
+  local b0 own
+  b0=$(busy_jiffies)
+  /usr/bin/time -f "%U %S" -o "$TMP/cpu" "$@" >"$TMP/run.json" 2>"$TMP/run.err" ||
+    { tail -5 "$TMP/run.err" >&2; exit 1; }
+  own=$(awk '{printf "%d", ($1 + $2) * 100}' "$TMP/cpu")
+  record "$tag" "$rate" "$TMP/run.json" $(( $(busy_jiffies) - b0 - own ))
+}
+LAT=(bench latency --model "$M8" --input-len "$LONG" --output-len 4 --num-iters 1 --warmup 0 --json)
+run pcp1 0 "$CPINFER" "${LAT[@]}" --threads-per-rank 1
+for rate in $RATES; do
+  burst=$(( rate * 1000000000 / 8 / 250 ))  # 4 ms of traffic: >= rate / HZ for any HZ >= 250
+  for dev in "$NS_A:$VETH_A" "$NS_B:$VETH_B"; do
+    ip netns exec "${dev%%:*}" tc qdisc replace dev "${dev##*:}" root tbf rate "${rate}gbit" burst "$burst" latency 50ms
+  done
+  run "pcp2-overlap" "$rate" "${MPIRUN[@]}" "$CPINFER" "${LAT[@]}" -pcp 2 --timeline "$TMP/timeline.json"
+  cp "$TMP/timeline.json" "bench/results/cp_emulated_links_timeline_${rate}g.json"
+  run "pcp2-no-overlap" "$rate" "${MPIRUN[@]}" "$CPINFER" "${LAT[@]}" -pcp 2 --no-overlap-comm
+  if [[ $rate == 10 ]]; then  # a bf16 cache: half the K/V bytes on the link
+    run "pcp2-overlap-bf16" "$rate" "${MPIRUN[@]}" "$CPINFER" "${LAT[@]}" -pcp 2 --kv-cache-dtype bf16
+  fi
+done
