@@ -84,10 +84,10 @@ for rate in $RATES; do
   for dev in "$NS_A:$VETH_A" "$NS_B:$VETH_B"; do
     ip netns exec "${dev%%:*}" tc qdisc replace dev "${dev##*:}" root tbf rate "${rate}gbit" burst "$burst" latency 50ms
   done
-  run "pcp2-overlap" "$rate" "${MPIRUN[@]}" "$CPINFER" "${LAT[@]}" -pcp 2 --timeline "$TMP/timeline.json"
+  run "pcp2-overlap" "$rate" "${MPIRUN[@]}" "$CPINFER" "${LAT[@]}" -pcp 2 --overlap-comm on --timeline "$TMP/timeline.json"
   cp "$TMP/timeline.json" "bench/results/cp_emulated_links_timeline_${rate}g.json"
   run "pcp2-no-overlap" "$rate" "${MPIRUN[@]}" "$CPINFER" "${LAT[@]}" -pcp 2 --no-overlap-comm
   if [[ $rate == 10 ]]; then  # a bf16 cache: half the K/V bytes on the link
-    run "pcp2-overlap-bf16" "$rate" "${MPIRUN[@]}" "$CPINFER" "${LAT[@]}" -pcp 2 --kv-cache-dtype bf16
+    run "pcp2-overlap-bf16" "$rate" "${MPIRUN[@]}" "$CPINFER" "${LAT[@]}" -pcp 2 --overlap-comm on --kv-cache-dtype bf16
   fi
 done

@@ -66,6 +66,7 @@ struct LatencyArgs {
   int num_iters = 3, warmup = 1, threads_per_rank = 0;
   uint64_t seed = 0;
   bool json = false, profile = false, no_overlap_comm = false;
+  std::string overlap_comm = "auto";
   std::string timeline;
   LayoutSpec layout;
 };
@@ -197,7 +198,7 @@ int run_latency(const LatencyArgs& a) {
   ro.page_size = a.layout.page_size;
   ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
   ro.max_cache_tokens = a.input_len + a.output_len;
-  ro.overlap_comm = !a.no_overlap_comm;
+  ro.overlap_comm = a.no_overlap_comm ? OverlapMode::Off : parse_overlap_mode(a.overlap_comm);
   ModelRunner runner(a.model, ro, global_pool(), &layout, &comm);
   StepExecutor exec(runner, &comm);
   if (!exec.is_driver()) {
@@ -274,7 +275,7 @@ int run_latency(const LatencyArgs& a) {
   j["comm_share_decode"] = itl.empty() ? 0.0 : median(comm_d) / median(itl);
   // The PCP K/V gather runs beside the attention over each rank's own rows: its time is in
   // comm_s, but only the part rank 0 waited for is exposed.
-  const bool overlapped = ro.overlap_comm && comm.allows_helper_thread() && a.layout.pcp > 1;
+  const bool overlapped = runner.attention().overlap() && a.layout.pcp > 1;
   j["overlap_comm"] = overlapped;
   j["kv_gather_s"] = median(gather_s);
   j["kv_gather_exposed_s"] = median(exposed_s);
@@ -346,9 +347,11 @@ void register_bench_latency(CLI::App& bench, CommandAction* action) {
   cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "One JSON line");
-  cmd->add_flag("--no-overlap-comm", a->no_overlap_comm,
-                "Under PCP, gather the new K/V before the attention instead of overlapping the "
-                "gather with the attention over each rank's own tokens");
+  cmd->add_option("--overlap-comm", a->overlap_comm,
+                  "Under PCP, run the K/V gather beside the attention over each rank's own "
+                  "tokens: auto (when the PCP group spans hosts), on, off")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_flag("--no-overlap-comm", a->no_overlap_comm, "The same as --overlap-comm off");
   cmd->add_option("--timeline", a->timeline,
                   "Write rank 0's per-layer timeline of the PCP K/V gather in the last timed "
                   "prefill to this file (JSON)");

@@ -38,6 +38,7 @@ namespace {
 struct ServeArgs {
   std::string model, model_positional, kv_dtype = "f32";
   bool no_overlap_comm = false;
+  std::string overlap_comm = "auto";
   ServerOptions server;
   int64_t max_model_len = 0, max_num_batched_tokens = 2048, max_num_seqs = 256,
           num_kv_blocks = 0;
@@ -135,7 +136,7 @@ int run_serve(ServeArgs a) {
   ro.page_size = a.layout.page_size;
   ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
   ro.num_pages = pool_pages(a, config, layout);
-  ro.overlap_comm = !a.no_overlap_comm;
+  ro.overlap_comm = a.no_overlap_comm ? OverlapMode::Off : parse_overlap_mode(a.overlap_comm);
   ModelRunner runner(a.model, ro, pool, &layout, &comm);
   StepExecutor exec(runner, &comm);
   install_stop_handler(exec.is_driver());
@@ -238,9 +239,11 @@ void register_serve(CLI::App& app, CommandAction* action) {
   cmd->add_option("--num-kv-blocks", a->num_kv_blocks,
                   "KV-cache pages per rank (overrides --kv-cache-space)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
-  cmd->add_flag("--no-overlap-comm", a->no_overlap_comm,
-                "Under PCP, gather the new K/V before the attention instead of overlapping the "
-                "gather with the attention over each rank's own tokens");
+  cmd->add_option("--overlap-comm", a->overlap_comm,
+                  "Under PCP, run the K/V gather beside the attention over each rank's own "
+                  "tokens: auto (when the PCP group spans hosts), on, off")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_flag("--no-overlap-comm", a->no_overlap_comm, "The same as --overlap-comm off");
   cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
       ->capture_default_str();
   cmd->add_option("--max-request-body-bytes", a->server.max_body_bytes,

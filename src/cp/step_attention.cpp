@@ -31,6 +31,13 @@ AttentionBatch batch_of(const AttentionWork& w, bool causal) {
 
 }  // namespace
 
+OverlapMode parse_overlap_mode(const std::string& s) {
+  if (s == "auto") return OverlapMode::Auto;
+  if (s == "on") return OverlapMode::On;
+  if (s == "off") return OverlapMode::Off;
+  fail("--overlap-comm '{}' is not one of auto, on, off", s);
+}
+
 StepAttention::StepAttention(Comm* comm, const CpLayout& layout, int64_t hq, int64_t hkv,
                              int64_t D, int64_t max_pages, int64_t num_layers)
     : comm_(comm), layout_(layout), hq_(hq), hkv_(hkv), D_(D), layer_times_(size_t(num_layers)) {
@@ -213,7 +220,7 @@ void StepAttention::new_tokens(const RankStep& step, int64_t layer, KvCache& cac
                         kv_displs_, kv_wire_, Group::Pcp);
     layer_times_[size_t(gather_layer_)].gather_end = timeline_clock();
   };
-  const bool overlap = overlap_ && comm_->allows_helper_thread();
+  const bool overlap = this->overlap();
   if (overlap) worker_.start(gather);
   else gather();
   // Own rows as the cache will hold them (rounded for a bf16 cache, like the gathered ones).

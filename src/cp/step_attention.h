@@ -17,6 +17,7 @@
 //   4. decode outputs are the combined states; chunk rows merge the combined context state
 //      into their causal state (merge_state).
 #pragma once
+#include <string>
 #include <vector>
 
 #include "attention/kv_cache.h"
@@ -28,6 +29,10 @@
 
 namespace cpinfer {
 
+// When the PCP K/V gather runs beside the own-rows attention.
+enum class OverlapMode { Auto, On, Off };
+OverlapMode parse_overlap_mode(const std::string& s);  // "auto" | "on" | "off"
+
 class StepAttention {
  public:
   // hq, hkv: this rank's (TP-local) q and KV heads; D: head_dim. comm: null for W == 1 and
@@ -38,9 +43,10 @@ class StepAttention {
   // Once per step, before layer 0.
   void plan(const RankStep& step, const KvCache& cache, ThreadPool& pool);
 
-  // PCP K/V gather overlapped with the attention over the rank's own rows (default on; off:
-  // gather first, then the same two attention parts). Needs MPI_THREAD_SERIALIZED, else off.
+  // PCP K/V gather overlapped with the attention over the rank's own rows (off: gather
+  // first, then the same two attention parts). Needs MPI_THREAD_SERIALIZED, else off.
   void set_overlap(bool on) { overlap_ = on; }
+  bool overlap() const { return overlap_ && comm_ != nullptr && comm_->allows_helper_thread(); }
   // Seconds of the PCP K/V gathers since the last take, and of them the part this rank
   // waited for (not hidden behind its own attention), over `layers` layer calls.
   struct OverlapStats {

@@ -76,6 +76,7 @@ struct Comm::Impl {
     int rank = 0, size = 1;
     std::vector<int> members;
     bool ready = false;
+    bool spans_hosts = false;  // some member shares no memory with this rank (another node)
   };
 
   bool mpi = false;              // collectives of groups > 1 go through MPI
@@ -196,6 +197,7 @@ Comm::~Comm() = default;
 
 bool Comm::uses_mpi() const { return impl_->mpi; }
 bool Comm::allows_helper_thread() const { return impl_->serialized; }
+bool Comm::spans_hosts(Group g) const { return impl_->group(g).spans_hosts; }
 int Comm::rank(Group g) const { return impl_->group(g).rank; }
 int Comm::size(Group g) const { return impl_->group(g).size; }
 const std::vector<int>& Comm::members(Group g) const { return impl_->group(g).members; }
@@ -243,6 +245,17 @@ void Comm::set_layout(const ParallelLayout& layout) {
       MPI_Group_free(&sg);
       MPI_Group_free(&wg);
       CPI_ASSERT(rank == gc.rank && size == gc.size && global == gc.members);
+      // The members that share memory with this rank (MPI's node, from the launcher's
+      // host list); fewer than the group: the group crosses a network link.
+      MPI_Comm node = MPI_COMM_NULL;
+      m.check(MPI_Comm_split_type(gc.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+              "MPI_Comm_split_type", s.g);
+      int node_size = 0;
+      m.check(MPI_Comm_size(node, &node_size), "MPI_Comm_size", s.g);
+      MPI_Comm_free(&node);
+      gc.spans_hosts = node_size < gc.size;
+    } else {
+      gc.spans_hosts = false;
     }
     gc.ready = true;
   }

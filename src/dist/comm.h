@@ -67,6 +67,9 @@ class Comm {
   // True when a second thread may make this rank's MPI calls while the first makes none
   // (the library provides MPI_THREAD_SERIALIZED or more; always true without MPI).
   bool allows_helper_thread() const;
+  // True when the group has members on another host (no shared memory with this rank, as
+  // MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) sees it); false for a group of one.
+  bool spans_hosts(Group g) const;
 
   // Groups of size 1 never call MPI: collectives are copies (or nothing). Counts are elements
   // of `dtype`; every MPI error becomes an Error naming the call, the group and the rank.

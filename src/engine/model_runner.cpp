@@ -53,7 +53,9 @@ ModelRunner::ModelRunner(const std::string& model_dir, const RunnerOptions& opts
       decoder_(config_, weights_, cache_, pool, comm, cp_),
       planner_(cp_) {
   opts_.page_size = cp_.page_size;
-  decoder_.attention().set_overlap(opts.overlap_comm);
+  decoder_.attention().set_overlap(
+      opts.overlap_comm == OverlapMode::On ||
+      (opts.overlap_comm == OverlapMode::Auto && comm && cp_.pcp > 1 && comm->spans_hosts(Group::Pcp)));
   load_seconds_ = now_s() - load_start_;
   // A step's page table lists each page at most once (no page is shared), so it never
   // outgrows the pool: reserved now, steps never allocate for it (tests/unit/

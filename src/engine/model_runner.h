@@ -24,7 +24,10 @@ struct RunnerOptions {
   int64_t max_cache_tokens = 4096;  // KV capacity in tokens of sequence (all sequences
                                     // together); under CP each rank holds its share
   int64_t num_pages = 0;            // > 0: each rank's pool size in pages (overrides the above)
-  bool overlap_comm = true;         // PCP K/V gather overlapped with own-rows attention
+  // PCP K/V gather overlapped with the own-rows attention: Auto = when the PCP group spans
+  // hosts (within a host the gather is a memory copy and the communication thread's polling
+  // only takes CPU from the attention).
+  OverlapMode overlap_comm = OverlapMode::Auto;
 };
 
 class ModelRunner {

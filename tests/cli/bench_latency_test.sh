@@ -10,13 +10,19 @@ trap 'rm -rf "$TMP"' EXIT
 "$CPINFER" bench latency --model "$TMP/tiny" --input-len 96 --output-len 5 --num-iters 2 \
   --warmup 0 --json --profile >"$TMP/one.json" 2>/dev/null
 "$CPINFER" bench latency --model "$TMP/tiny" --input-len 96 --output-len 5 --num-iters 1 \
-  --warmup 0 -pcp 2 --json --timeline "$TMP/timeline.json" >"$TMP/pcp.json" 2>/dev/null
+  --warmup 0 -pcp 2 --json >"$TMP/pcp.json" 2>/dev/null
+"$CPINFER" bench latency --model "$TMP/tiny" --input-len 96 --output-len 2 --num-iters 1 \
+  --warmup 0 -pcp 2 --json --overlap-comm on --timeline "$TMP/timeline.json" >"$TMP/overlap.json" 2>/dev/null
 "$CPINFER" bench latency --model "$TMP/tiny" --input-len 96 --output-len 2 --num-iters 1 \
   --warmup 0 -pcp 2 --json --no-overlap-comm >"$TMP/serial.json" 2>/dev/null
-node - "$TMP/one.json" "$TMP/pcp.json" "$TMP/serial.json" "$TMP/timeline.json" <<'JS'
+if "$CPINFER" bench latency --model "$TMP/tiny" --input-len 8 --overlap-comm maybe >/dev/null 2>"$TMP/err"; then
+  echo "FAIL: --overlap-comm maybe accepted"; exit 1
+fi
+grep -q "overlap-comm" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: the error does not name --overlap-comm"; exit 1; }
+node - "$TMP/one.json" "$TMP/pcp.json" "$TMP/serial.json" "$TMP/overlap.json" "$TMP/timeline.json" <<'JS'
 const fs = require('fs');
-const [one, pcp, serial] = process.argv.slice(2, 5).map((f) => JSON.parse(fs.readFileSync(f, 'utf8').trim().split('\n').pop()));
-const timeline = JSON.parse(fs.readFileSync(process.argv[5], 'utf8'));
+const [one, pcp, serial, overlap] = process.argv.slice(2, 6).map((f) => JSON.parse(fs.readFileSync(f, 'utf8').trim().split('\n').pop()));
+const timeline = JSON.parse(fs.readFileSync(process.argv[6], 'utf8'));
 const fail = (m) => { console.error('FAIL:', m); process.exit(1); };
 for (const k of ['ttft_s', 'itl_s', 'prefill_tokens_per_s', 'decode_tokens_per_s', 'comm_s', 'comm_decode_s',
   'kv_bytes_per_rank', 'kv_bytes_without_cp', 'peak_rss_bytes', 'mfu', 'mbu', 'prefill_flops',
@@ -56,14 +62,17 @@ for (const k of ['prefill', 'decode']) {
     fail(`phase ${k}.${p.phase}: ${JSON.stringify(p)}`);
 }
 if (pcp.phases !== undefined) fail('phases reported without --profile');
-// The PCP K/V gather: overlapped by default (its exposed part is at most its time), serial
-// with --no-overlap-comm (all of it exposed); one rank gathers nothing.
-if (pcp.overlap_comm !== true || serial.overlap_comm !== false || one.overlap_comm !== false) fail('overlap_comm flags');
-if (!(pcp.kv_gather_s > 0 && pcp.kv_gather_exposed_s >= 0 && pcp.kv_gather_exposed_s <= pcp.kv_gather_s + 1e-9))
-  fail(`overlapped gather ${pcp.kv_gather_s} / exposed ${pcp.kv_gather_exposed_s}`);
-if (!(serial.kv_gather_s > 0 && serial.kv_gather_exposed_s === serial.kv_gather_s)) fail('serial gather not all exposed');
+// The PCP K/V gather: on one host `auto` does not overlap (all of the gather exposed), nor
+// does --no-overlap-comm; --overlap-comm on does (its exposed part is at most its time); one
+// rank gathers nothing.
+if (pcp.overlap_comm !== false || serial.overlap_comm !== false || overlap.overlap_comm !== true ||
+    one.overlap_comm !== false) fail('overlap_comm flags');
+if (!(overlap.kv_gather_s > 0 && overlap.kv_gather_exposed_s >= 0 && overlap.kv_gather_exposed_s <= overlap.kv_gather_s + 1e-9))
+  fail(`overlapped gather ${overlap.kv_gather_s} / exposed ${overlap.kv_gather_exposed_s}`);
+for (const r of [pcp, serial])
+  if (!(r.kv_gather_s > 0 && r.kv_gather_exposed_s === r.kv_gather_s)) fail('serial gather not all exposed');
 if (one.kv_gather_s !== 0 || one.kv_gather_exposed_s !== 0) fail('one rank gathered');
-if (!near(pcp.comm_exposed_s, pcp.comm_s - (pcp.kv_gather_s - pcp.kv_gather_exposed_s))) fail('comm_exposed_s formula');
+if (!near(overlap.comm_exposed_s, overlap.comm_s - (overlap.kv_gather_s - overlap.kv_gather_exposed_s))) fail('comm_exposed_s formula');
 // --timeline: one entry per layer (2), in order: gather start <= its end <= wait end, and the
 // own-rows attention ends before the wait does.
 if (timeline.layers.length !== 2 || timeline.overlap_comm !== true) fail(`timeline ${JSON.stringify(timeline)}`);

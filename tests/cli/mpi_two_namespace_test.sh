@@ -111,6 +111,12 @@ CPINFER=${1:-$BIN_DIR/cpinfer}
 if [[ -x "$CPINFER" ]]; then
   MODEL=$TMP/tiny
   "$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --seed 5 --out "$MODEL" 2>/dev/null
+  # The PCP group spans the two hosts: the K/V gather overlaps the attention by default.
+  timeout 120 "${MPIRUN[@]}" -np 2 --map-by node "$CPINFER" bench latency --model "$MODEL" \
+    --input-len 64 --output-len 2 --num-iters 1 --warmup 0 -pcp 2 --json >"$TMP/out" 2>&1 ||
+    fail "bench latency across the namespaces"
+  grep -q '"overlap_comm":true' "$TMP/out" || fail "overlap is not on for a PCP group across hosts"
+  echo "ok   bench latency -pcp 2 across the namespaces: the K/V gather overlaps by default"
   "${MPIRUN[@]}" -np 2 --map-by node "$CPINFER" serve --model "$MODEL" --port 0 -pcp 2 \
     --served-model-name tiny --max-model-len 1024 --kv-cache-space 0.05 >"$TMP/serve.log" 2>&1 &
   job=$!
