@@ -201,16 +201,17 @@ void StepAttention::new_tokens(const RankStep& step, int64_t layer, KvCache& cac
   // own rows (`local`), or first when overlap is off. Then restore (buffer row i = gathered
   // row restore[i], padded global order; a pad's row is zero: no real query sees it), write
   // the owned rows to the cache, attend to the other ranks' rows (`remote`) and merge.
-  const double t0 = timeline_clock();
   const int64_t G = int64_t(step.gather_rows.size());
   const size_t row_bytes = size_t(2 * KD) * dtype_size(kv_wire_);
   for (int64_t i = 0; i < G; ++i) {
     const int64_t row = step.gather_rows[size_t(i)];
     pack_kv(k + row * ld, v + row * ld, KD, kv_wire_, &kv_send_[size_t(i) * row_bytes]);
   }
+  // The timeline starts when the collective does (after packing), so a gather's time is
+  // the time spent inside it, as Comm's statistics count it.
   LayerTimes& lt = layer_times_[size_t(layer)];
   lt = {};
-  lt.gather_start = t0;
+  lt.gather_start = timeline_clock();
   gather_count_ = G * 2 * KD;
   gather_layer_ = layer;
   // Captures only `this`, so std::function stores it in place: no allocation per layer.
