@@ -4,19 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "model/comm_volume.h"
+#include "model/synthetic_model.h"
 
 namespace cpinfer {
 namespace {
 
-ModelConfig tiny2() {  // make-model --preset tiny --num-layers 2
-  ModelConfig c;
-  c.hidden_size = 512;
-  c.intermediate_size = 1024;
+ModelConfig tiny2() {  // make-model --preset tiny --num-layers 2: H 512, 16 q / 2 KV heads of 32
+  ModelConfig c = preset_config("tiny");
   c.num_layers = 2;
-  c.num_q_heads = 16;
-  c.num_kv_heads = 2;
-  c.head_dim = 32;
-  c.vocab_size = 151936;
   return c;
 }
 
