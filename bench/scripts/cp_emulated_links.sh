@@ -26,37 +26,17 @@ if [[ $(id -u) -eq 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_
 NS_A=cpl$$a NS_B=cpl$$b VETH_A=cpw$$a VETH_B=cpw$$b
 IP_A=10.214.0.1 IP_B=10.214.0.2 SUBNET=10.214.0.0/24
 TMP=$(mktemp -d)
+source scripts/lib/two_hosts.sh
 cleanup() {
-  local ns pid
-  for ns in "$NS_A" "$NS_B"; do
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
-    ip netns del "$ns" 2>/dev/null || true
-  done
-  ip link del "$VETH_A" 2>/dev/null || true
+  two_hosts_cleanup
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 ip netns add "$NS_A"
 ip netns add "$NS_B"
 ip link add "$VETH_A" mtu 9000 type veth peer name "$VETH_B" mtu 9000
-ip link set "$VETH_A" netns "$NS_A"
-ip link set "$VETH_B" netns "$NS_B"
-ip -n "$NS_A" addr add "$IP_A/24" dev "$VETH_A"
-ip -n "$NS_B" addr add "$IP_B/24" dev "$VETH_B"
-for ns in "$NS_A" "$NS_B"; do ip -n "$ns" link set lo up; done
-ip -n "$NS_A" link set "$VETH_A" up
-ip -n "$NS_B" link set "$VETH_B" up
-cat >"$TMP/agent.sh" <<AGENT
-#!/bin/sh
-host=\$1; shift
-case "\$host" in
-  $IP_A) ns=$NS_A ;;
-  $IP_B) ns=$NS_B ;;
-  *) echo "agent: unknown host \$host" >&2; exit 1 ;;
-esac
-exec ip netns exec "\$ns" /bin/sh -c "\$*"
-AGENT
-chmod +x "$TMP/agent.sh"
+two_hosts_wire
+two_hosts_agent "$TMP/agent.sh"
 printf '%s slots=1\n%s slots=1\n' "$IP_A" "$IP_B" >"$TMP/hosts"
 MPIRUN=(ip netns exec "$NS_A" mpirun --hostfile "$TMP/hosts" --bind-to none -np 2 --map-by node
         --mca plm_rsh_agent "$TMP/agent.sh"
@@ -85,7 +65,7 @@ for rate in $RATES; do
     ip netns exec "${dev%%:*}" tc qdisc replace dev "${dev##*:}" root tbf rate "${rate}gbit" burst "$burst" latency 50ms
   done
   run "pcp2-overlap" "$rate" "${MPIRUN[@]}" "$CPINFER" "${LAT[@]}" -pcp 2 --overlap-comm on --timeline "$TMP/timeline.json"
-  cp "$TMP/timeline.json" "bench/results/cp_emulated_links_timeline_${rate}g.json"
+  cp "$TMP/timeline.json" "${OUT%.jsonl}_timeline_${rate}g.json"
   run "pcp2-no-overlap" "$rate" "${MPIRUN[@]}" "$CPINFER" "${LAT[@]}" -pcp 2 --no-overlap-comm
   if [[ $rate == 10 ]]; then  # a bf16 cache: half the K/V bytes on the link
     run "pcp2-overlap-bf16" "$rate" "${MPIRUN[@]}" "$CPINFER" "${LAT[@]}" -pcp 2 --overlap-comm on --kv-cache-dtype bf16

@@ -23,14 +23,9 @@ if [[ $(id -u) -eq 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_
 NS_A=cpi$$a NS_B=cpi$$b VETH_A=cpv$$a VETH_B=cpv$$b
 IP_A=10.213.0.1 IP_B=10.213.0.2 SUBNET=10.213.0.0/24
 TMP=$(mktemp -d)
+source "$(dirname "$0")/../../scripts/lib/two_hosts.sh"
 cleanup() {
-  local ns pid
-  for ns in "$NS_A" "$NS_B"; do
-    # Leftover processes of this test (a failed run's daemons) would keep the namespace busy.
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null || true; done
-    ip netns del "$ns" 2>/dev/null || true
-  done
-  ip link del "$VETH_A" 2>/dev/null || true
+  two_hosts_cleanup
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -40,26 +35,9 @@ ip netns add "$NS_A" 2>"$TMP/err" \
 ip netns add "$NS_B"
 ip link add "$VETH_A" type veth peer name "$VETH_B" 2>"$TMP/err" \
   || skip "cannot create a veth pair: $(head -c 200 "$TMP/err")"
-ip link set "$VETH_A" netns "$NS_A"
-ip link set "$VETH_B" netns "$NS_B"
-ip -n "$NS_A" addr add "$IP_A/24" dev "$VETH_A"
-ip -n "$NS_B" addr add "$IP_B/24" dev "$VETH_B"
-for ns in "$NS_A" "$NS_B"; do ip -n "$ns" link set lo up; done
-ip -n "$NS_A" link set "$VETH_A" up
-ip -n "$NS_B" link set "$VETH_B" up
-
+two_hosts_wire
 # The "remote shell": mpirun calls `agent <host> <command...>` to start its daemon there.
-cat >"$TMP/agent.sh" <<AGENT
-#!/bin/sh
-host=\$1; shift
-case "\$host" in
-  $IP_A) ns=$NS_A ;;
-  $IP_B) ns=$NS_B ;;
-  *) echo "agent: unknown host \$host" >&2; exit 1 ;;
-esac
-exec ip netns exec "\$ns" /bin/sh -c "\$*"
-AGENT
-chmod +x "$TMP/agent.sh"
+two_hosts_agent "$TMP/agent.sh"
 printf '%s slots=2\n%s slots=2\n' "$IP_A" "$IP_B" >"$TMP/hosts"
 
 # TCP only, on the veth subnet, for both MPI traffic (btl) and the daemons' wire-up (oob).
