@@ -67,6 +67,7 @@ struct LatencyArgs {
   uint64_t seed = 0;
   bool json = false, profile = false, no_overlap_comm = false;
   std::string overlap_comm = "auto";
+  std::string quantization = "none";
   std::string timeline;
   LayoutSpec layout;
 };
@@ -197,6 +198,7 @@ int run_latency(const LatencyArgs& a) {
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
   ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
+  ro.quantization = parse_weight_quantization(a.quantization);
   ro.max_cache_tokens = a.input_len + a.output_len;
   ro.overlap_comm = a.no_overlap_comm ? OverlapMode::Off : parse_overlap_mode(a.overlap_comm);
   ModelRunner runner(a.model, ro, global_pool(), &layout, &comm);
@@ -253,7 +255,11 @@ int run_latency(const LatencyArgs& a) {
   const int64_t kv_token = 2 * config.num_layers * config.num_kv_heads * config.head_dim * kv_elem;
   // Mean context over the timed decode steps: input_len + 1 ... input_len + output_len - 1.
   const int64_t mean_context = a.input_len + a.output_len / 2;
-  const double bytes = decode_bytes_per_token(config, weight_bytes_of(config), mean_context, kv_token);
+  // Q8_0: 34 bytes per 32 weights.
+  const double weight_bytes = ro.quantization == WeightQuantization::Int8
+                                  ? double(kQ8BlockBytes) / double(kQ8BlockElems)
+                                  : double(weight_bytes_of(config));
+  const double bytes = decode_bytes_per_token(config, weight_bytes, mean_context, kv_token);
   const CpLayout& cp = runner.cp_layout();
   const int64_t cached = a.input_len + a.output_len - 1;
   nlohmann::json j;
@@ -291,6 +297,7 @@ int run_latency(const LatencyArgs& a) {
   // What this rank would hold with the same TP but no context parallelism (W = 1).
   j["kv_bytes_without_cp"] = cached * runner.kv_bytes_per_local_token();
   j["kv_cache_dtype"] = a.kv_dtype;
+  j["quantization"] = a.quantization;
   j["prefill_flops"] = flops;
   j["decode_bytes_per_token"] = bytes;
   j["peak_fma_gflops_per_core"] = peak.fma_gflops_1t;
@@ -301,6 +308,7 @@ int run_latency(const LatencyArgs& a) {
   j["mfu"] = flops / (median(ttft) * peak.fma_gflops_1t * 1e9 * double(cores));
   j["mbu"] = itl.empty() ? 0.0 : bytes / (median(itl) * median(read_gbps) * 1e9);
   j["peak_rss_bytes"] = peak_rss_bytes();  // rank 0's
+  j["rss_bytes"] = current_rss_bytes();     // rank 0's, after the timed requests
   if (a.profile) {
     // Per-phase wall time of rank 0 (mean per prefill / per decode token) and busy threads.
     j["phases"] = {{"prefill", phases_json(prof.prefill, prof.prefills, prof.prefill_s)},
@@ -346,6 +354,7 @@ void register_bench_latency(CLI::App& bench, CommandAction* action) {
   cmd->add_option("--seed", a->seed, "Seed of the random prompts")->capture_default_str();
   cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
       ->capture_default_str();
+  add_quantization_flag(cmd, &a->quantization);
   cmd->add_flag("--json", a->json, "One JSON line");
   cmd->add_option("--overlap-comm", a->overlap_comm,
                   "Under PCP, run the K/V gather beside the attention over each rank's own "

@@ -34,11 +34,12 @@ namespace {
 
 struct GenerateArgs {
   std::string model, prompt, prompt_ids, prompt_file, prompt_ids_file, prefill_chunks,
-      logits_out, kv_dtype = "f32";
+      logits_out, prompt_logits_out, kv_dtype = "f32";
   int64_t max_tokens = 64, top_k = 0, prefill_chunk = 2048;
   float temperature = 0.f, top_p = 1.f;
   uint64_t seed = 0;
   int threads_per_rank = 0;
+  std::string quantization = "none";
   bool json = false, ignore_eos = false;
   LayoutSpec layout;
 };
@@ -76,22 +77,28 @@ GenerateRequest build_request(const GenerateArgs& a, std::vector<int32_t> prompt
   req.sampling = {a.temperature, a.top_p, a.top_k, a.seed};
   req.ignore_eos = a.ignore_eos;
   req.keep_logits = !a.logits_out.empty();
+  req.keep_prompt_logits = !a.prompt_logits_out.empty();
   req.prefill_chunk = a.prefill_chunk;
   validate_sampling(req.sampling);
   return req;
 }
 
-// logits_path: --logits-out, or FILE.N for prompt N of --prompt-ids-file ("" = none).
+// Writes float32 little-endian values to `path`; `flag` names the option in errors.
+void write_floats(const std::string& path, const std::vector<float>& v, const char* flag) {
+  std::ofstream f(path, std::ios::binary);
+  CPI_CHECK(f.good(), "cannot write {} file '{}'", flag, path);
+  f.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+  CPI_CHECK(f.good(), "writing {} file '{}' failed", flag, path);
+}
+
+// logits_path: --logits-out, or FILE.N for prompt N of --prompt-ids-file ("" = none);
+// prompt_logits_path the same for --prompt-logits-out.
 void print_outputs(const GenerateArgs& a, const Tokenizer& tok, const GenerateRequest& req,
                    const GenerateResult& res, const ModelRunner& runner, int threads,
-                   const std::string& logits_path) {
-  if (!logits_path.empty()) {
-    std::ofstream f(logits_path, std::ios::binary);
-    CPI_CHECK(f.good(), "cannot write --logits-out file '{}'", logits_path);
-    f.write(reinterpret_cast<const char*>(res.logits.data()),
-            std::streamsize(res.logits.size() * sizeof(float)));
-    CPI_CHECK(f.good(), "writing --logits-out file '{}' failed", logits_path);
-  }
+                   const std::string& logits_path, const std::string& prompt_logits_path) {
+  if (!logits_path.empty()) write_floats(logits_path, res.logits, "--logits-out");
+  if (!prompt_logits_path.empty())
+    write_floats(prompt_logits_path, res.prompt_logits, "--prompt-logits-out");
   CPI_LOG_INFO("{} tokens ({}); ttft {:.3f}s; decode {:.2f} tok/s", res.tokens.size(),
                res.finish_reason, res.ttft_s, res.decode_tokens_per_s());
   if (!a.json) return;
@@ -108,6 +115,8 @@ void print_outputs(const GenerateArgs& a, const Tokenizer& tok, const GenerateRe
   j["prefill_tokens_per_s"] = res.ttft_s > 0 ? double(req.prompt.size()) / res.ttft_s : 0.0;
   j["load_s"] = runner.load_seconds();
   j["peak_rss_bytes"] = peak_rss_bytes();  // rank 0's
+  j["rss_bytes"] = current_rss_bytes();     // rank 0's, at the end
+  j["quantization"] = a.quantization;
   j["threads_per_rank"] = threads;
   j["layout"] = {{"tp", a.layout.tp}, {"pcp", a.layout.pcp}, {"dcp", a.layout.dcp},
                  {"interleave", a.layout.interleave}, {"block_size", a.layout.page_size}};
@@ -151,6 +160,7 @@ int run_generate(const GenerateArgs& a) {
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
   ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
+  ro.quantization = parse_weight_quantization(a.quantization);
   // Room for the longest request; each one releases its pages when it ends.
   ro.max_cache_tokens = 0;
   for (const GenerateRequest& req : reqs)
@@ -185,9 +195,10 @@ int run_generate(const GenerateArgs& a) {
       std::fwrite(rest.data(), 1, rest.size(), stdout);
       std::fputc('\n', stdout);
     }
-    std::string logits_path = a.logits_out;
+    std::string logits_path = a.logits_out, prompt_logits_path = a.prompt_logits_out;
     if (several && !logits_path.empty()) logits_path += fmt::format(".{}", i);
-    print_outputs(a, tok, reqs[i], res, runner, pool.size(), logits_path);
+    if (several && !prompt_logits_path.empty()) prompt_logits_path += fmt::format(".{}", i);
+    print_outputs(a, tok, reqs[i], res, runner, pool.size(), logits_path, prompt_logits_path);
     std::fflush(stdout);
   }
   exec.shutdown();
@@ -221,12 +232,16 @@ void register_generate(CLI::App& app, CommandAction* action) {
   cmd->add_flag("--json", a->json, "Print a JSON summary as the last stdout line");
   cmd->add_option("--logits-out", a->logits_out,
                   "Write the logits that chose each token (float32 LE, [steps, vocab])");
+  cmd->add_option("--prompt-logits-out", a->prompt_logits_out,
+                  "Write the next-token logits after every prompt position (float32 LE, "
+                  "[prompt tokens, vocab]; scoring a given continuation)");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Do not stop at EOS (benchmarks)");
   add_layout_flags(cmd, &a->layout, &a->threads_per_rank);
   cmd->add_option("--threads", a->threads_per_rank, "Alias of --threads-per-rank")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
       ->capture_default_str();
+  add_quantization_flag(cmd, &a->quantization);
   auto* chunk = cmd->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step")
       ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   auto* chunks = cmd->add_option("--prefill-chunks", a->prefill_chunks,

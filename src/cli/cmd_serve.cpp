@@ -39,6 +39,7 @@ struct ServeArgs {
   std::string model, model_positional, kv_dtype = "f32";
   bool no_overlap_comm = false;
   std::string overlap_comm = "auto";
+  std::string quantization = "none";
   ServerOptions server;
   int64_t max_model_len = 0, max_num_batched_tokens = 2048, max_num_seqs = 256,
           num_kv_blocks = 0;
@@ -50,11 +51,12 @@ struct ServeArgs {
 };
 
 // What the prefix cache's block hashes are salted with: everything besides the token ids
-// that changes the KV of a block (the model's config.json, the KV-cache dtype).
-uint64_t prefix_cache_salt(const std::string& model_dir, const std::string& kv_dtype) {
+// that changes the KV of a block (the model's config.json; `variant`: the KV-cache dtype and
+// the weight quantization).
+uint64_t prefix_cache_salt(const std::string& model_dir, const std::string& variant) {
   std::ifstream f(model_dir + "/config.json", std::ios::binary);
   std::string config((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return uint64_t(std::hash<std::string>{}(config + '\0' + kv_dtype));
+  return uint64_t(std::hash<std::string>{}(config + '\0' + variant));
 }
 
 // Pages per rank: --num-kv-blocks, or --kv-cache-space GiB of K and V on each rank.
@@ -135,6 +137,7 @@ int run_serve(ServeArgs a) {
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
   ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
+  ro.quantization = parse_weight_quantization(a.quantization);
   ro.num_pages = pool_pages(a, config, layout);
   ro.overlap_comm = a.no_overlap_comm ? OverlapMode::Off : parse_overlap_mode(a.overlap_comm);
   ModelRunner runner(a.model, ro, pool, &layout, &comm);
@@ -161,7 +164,7 @@ int run_serve(ServeArgs a) {
   eo.scheduler.chunked_prefill = a.chunked_prefill;
   eo.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
   eo.prefix_cache.enabled = a.prefix_caching;
-  eo.prefix_cache.salt = prefix_cache_salt(a.model, a.kv_dtype);
+  eo.prefix_cache.salt = prefix_cache_salt(a.model, a.kv_dtype + '\0' + a.quantization);
   if (!eo.scheduler.chunked_prefill && !a.batched_tokens_given) {
     // Every prompt must fit in one step: the budget grows to the max model length.
     const int64_t capacity = ro.num_pages * ro.page_size * runner.cp_layout().world();
@@ -246,6 +249,7 @@ void register_serve(CLI::App& app, CommandAction* action) {
   cmd->add_flag("--no-overlap-comm", a->no_overlap_comm, "The same as --overlap-comm off");
   cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
       ->capture_default_str();
+  add_quantization_flag(cmd, &a->quantization);
   cmd->add_option("--max-request-body-bytes", a->server.max_body_bytes,
                   "Larger request bodies are refused with 413")
       ->capture_default_str();

@@ -33,4 +33,13 @@ DType parse_kv_dtype(const std::string& s) {
   fail("--kv-cache-dtype '{}' is not one of auto, f32, bf16", s);
 }
 
+void add_quantization_flag(CLI::App* cmd, std::string* value) {
+  cmd->add_option("--quantization", *value,
+                  "Weights at load: none (the checkpoint's dtype) or int8 (Q8_0: per block of "
+                  "32 input features, int8 values and one f16 scale; linear layers, LM head and "
+                  "embedding)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "int8"}));
+}
+
 }  // namespace cpinfer

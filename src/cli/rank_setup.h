@@ -2,6 +2,8 @@
 #pragma once
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "core/dtype.h"
 #include "dist/comm.h"
 #include "dist/parallel_layout.h"
@@ -24,5 +26,9 @@ void check_model_layout(const std::string& model_dir, const LayoutSpec& spec);
 
 // --kv-cache-dtype: auto|f32 -> F32, bf16 -> BF16; anything else is an Error.
 DType parse_kv_dtype(const std::string& s);
+
+// --quantization none|int8 on a model command (CLI11 refuses other values at parse time,
+// before any rank starts).
+void add_quantization_flag(CLI::App* cmd, std::string* value);
 
 }  // namespace cpinfer

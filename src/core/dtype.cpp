@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/error.h"
+
 namespace cpinfer {
 
 size_t dtype_size(DType t) {
@@ -10,8 +12,16 @@ size_t dtype_size(DType t) {
     case DType::F64: case DType::I64: return 8;
     case DType::BF16: case DType::F16: return 2;
     case DType::U8: case DType::I8: case DType::BOOL: return 1;
+    case DType::Q8_0: fail("dtype Q8_0 is a block format with no per-element size");
   }
   return 0;
+}
+
+int64_t dtype_bytes(DType t, int64_t n) {
+  if (t != DType::Q8_0) return n * int64_t(dtype_size(t));
+  CPI_CHECK(n % kQ8BlockElems == 0, "{} Q8_0 elements are not a whole number of {}-element "
+            "blocks", n, kQ8BlockElems);
+  return n / kQ8BlockElems * kQ8BlockBytes;
 }
 
 static constexpr std::pair<DType, std::string_view> kNames[] = {
@@ -20,6 +30,7 @@ static constexpr std::pair<DType, std::string_view> kNames[] = {
     {DType::BOOL, "BOOL"}};
 
 std::string_view dtype_name(DType t) {
+  if (t == DType::Q8_0) return "Q8_0";
   for (auto& [d, n] : kNames) if (d == t) return n;
   return "?";
 }

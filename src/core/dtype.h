@@ -7,9 +7,19 @@
 
 namespace cpinfer {
 
-enum class DType : uint8_t { F32, BF16, F16, F64, I32, I64, U8, I8, BOOL };
+// Q8_0 is the block format of ggml/GGUF: each run of 32 consecutive elements of a row is
+// one 34-byte block {f16 scale d, int8 q[32]}, element = d * q. It has no per-element
+// size: use dtype_bytes. It is not a safetensors dtype (dtype_from_name does not know it).
+enum class DType : uint8_t { F32, BF16, F16, F64, I32, I64, U8, I8, BOOL, Q8_0 };
 
+inline constexpr int64_t kQ8BlockElems = 32;   // elements per Q8_0 block
+inline constexpr int64_t kQ8BlockBytes = 34;   // 2-byte f16 scale + 32 int8
+
+// Bytes per element; throws Error for Q8_0 (a block format: use dtype_bytes).
 size_t dtype_size(DType t);
+// Bytes of n consecutive elements of one row. Q8_0: n must be a multiple of 32 (a whole
+// number of blocks), else Error. Example: Q8_0, n 896 -> 28 blocks -> 952 bytes.
+int64_t dtype_bytes(DType t, int64_t n);
 std::string_view dtype_name(DType t);          // safetensors spelling: "F32", "BF16", ...
 bool dtype_from_name(std::string_view name, DType* out);
 

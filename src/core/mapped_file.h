@@ -28,4 +28,9 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Drops this process's pages of [p, p + bytes) of a read-only file mapping (the whole pages
+// inside the range; the partial pages at its ends stay): they leave the resident set and
+// would be read from the file again if touched. For weights replaced by a converted copy.
+void release_mapped_pages(const void* p, size_t bytes);
+
 }  // namespace cpinfer

@@ -28,9 +28,11 @@ GenerateResult generate(StepExecutor& exec, const GenerateRequest& req, ThreadPo
   plan.seqs.resize(1);
   plan.seqs[0].id = kSeq;
   int64_t cached = 0;  // tokens of the sequence in the KV cache
-  auto forward = [&](const int32_t* tokens, int64_t n) -> const std::vector<float>& {
+  auto forward = [&](const int32_t* tokens, int64_t n,
+                     bool all_logits = false) -> const std::vector<float>& {
     plan.kind = StepPlan::Kind::Forward;
     plan.seqs[0].num_tokens = n;
+    plan.seqs[0].all_logits = all_logits;
     plan.seqs[0].begin = cached;
     plan.tokens.assign(tokens, tokens + n);
     const std::vector<float>& out = exec.run(plan);
@@ -49,8 +51,18 @@ GenerateResult generate(StepExecutor& exec, const GenerateRequest& req, ThreadPo
     // Prefill in chunks; only the last chunk's last row gives logits that matter.
     const std::vector<float>* logits = nullptr;
     const int64_t n = int64_t(req.prompt.size());
-    for (int64_t b = 0; b < n; b += req.prefill_chunk)
-      logits = &forward(req.prompt.data() + b, std::min(req.prefill_chunk, n - b));
+    for (int64_t b = 0; b < n; b += req.prefill_chunk) {
+      const int64_t len = std::min(req.prefill_chunk, n - b);
+      logits = &forward(req.prompt.data() + b, len, req.keep_prompt_logits);
+      if (req.keep_prompt_logits)
+        res.prompt_logits.insert(res.prompt_logits.end(), logits->begin(), logits->end());
+    }
+    // With every row kept, the step's logits are [len, vocab]: the last row picks the token.
+    std::vector<float> last_row;
+    if (req.keep_prompt_logits) {
+      last_row.assign(res.prompt_logits.end() - c.vocab_size, res.prompt_logits.end());
+      logits = &last_row;
+    }
     int32_t tok = 0;
     for (int64_t i = 0; i < req.max_tokens; ++i) {
       if (i > 0) logits = &forward(&tok, 1);

@@ -16,6 +16,7 @@ struct GenerateRequest {
   SamplingParams sampling;
   bool ignore_eos = false;
   bool keep_logits = false;      // keep the logits row that chose each token
+  bool keep_prompt_logits = false;  // keep the logits of every prompt position (scoring)
   int64_t prefill_chunk = 2048;  // prompt tokens per prefill step
 };
 
@@ -25,6 +26,9 @@ struct GenerateResult {
   double ttft_s = 0;             // start -> first token sampled
   double decode_s = 0;           // first token -> last token
   std::vector<float> logits;     // [tokens, vocab] when keep_logits
+  // [prompt tokens, vocab] when keep_prompt_logits: row i is the next-token logits after
+  // prompt[0..i] (the last row is the one that chose the first generated token).
+  std::vector<float> prompt_logits;
   double decode_tokens_per_s() const {
     return tokens.size() > 1 && decode_s > 0 ? double(tokens.size() - 1) / decode_s : 0.0;
   }

@@ -1,5 +1,6 @@
 #include "engine/model_runner.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/error.h"
@@ -33,6 +34,23 @@ KvCacheShape cache_shape(const ModelConfig& c, const ShardSpec& sh, const Runner
   s.dtype = o.kv_dtype;
   return s;
 }
+// The rank's shard of the weights, converted as opts.quantization asks.
+ModelWeights load_weights(const ModelConfig& c, const std::string& model_dir,
+                          const ShardSpec& shard, const RunnerOptions& o, ThreadPool& pool,
+                          bool log) {
+  ModelWeights w = load_model_weights(c, model_dir, shard);
+  if (o.quantization == WeightQuantization::Int8) {
+    const QuantizationReport r = quantize_weights_q8_0(w, c, pool);
+    if (log)
+      CPI_LOG_INFO("int8 weights (Q8_0, blocks of 32): {} tensors, {:.1f} MiB -> {:.1f} MiB "
+                   "({:.3f}x) in {:.2f} s", r.tensors, double(r.source_bytes) / (1 << 20),
+                   double(r.quantized_bytes) / (1 << 20),
+                   double(r.quantized_bytes) / double(std::max<int64_t>(1, r.source_bytes)),
+                   r.seconds);
+  }
+  return w;
+}
+
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
@@ -45,8 +63,9 @@ ModelRunner::ModelRunner(const std::string& model_dir, const RunnerOptions& opts
       pool_(pool),
       load_start_(now_s()),
       config_(load_model_config(model_dir)),
-      weights_(load_model_weights(config_, model_dir,
-                                  layout ? tp_shard(config_, *layout) : full_shard(config_))),
+      weights_(load_weights(config_, model_dir,
+                            layout ? tp_shard(config_, *layout) : full_shard(config_), opts, pool,
+                            !comm || comm->rank() == 0)),
       page_pool_(int32_t(pool_pages(opts, cp_layout_for(layout, opts)))),
       cache_(cache_shape(config_, weights_.shard, opts, cp_layout_for(layout, opts))),
       cp_(cp_layout_for(layout, opts)),

@@ -15,6 +15,7 @@
 #include "attention/sequence_state.h"
 #include "engine/step_plan.h"
 #include "model/decoder.h"
+#include "model/weight_quantization.h"
 
 namespace cpinfer {
 
@@ -28,6 +29,8 @@ struct RunnerOptions {
   // hosts (within a host the gather is a memory copy and the communication thread's polling
   // only takes CPU from the attention).
   OverlapMode overlap_comm = OverlapMode::Auto;
+  // --quantization: Int8 converts the linear weights, LM head and embedding to Q8_0 at load.
+  WeightQuantization quantization = WeightQuantization::None;
 };
 
 class ModelRunner {

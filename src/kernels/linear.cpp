@@ -21,7 +21,7 @@ float* thread_scratch(int slot, size_t floats) {
     size_t size = 0;
     ~Buffer() { std::free(data); }
   };
-  thread_local Buffer buffers[2];
+  thread_local Buffer buffers[3];
   Buffer& b = buffers[slot];
   if (b.size < floats) {
     std::free(b.data);
@@ -45,7 +45,9 @@ const linear_impl::Kernels& kernels_for(Isa isa) {
   }
 }
 
-bool is_float_weight(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+bool is_weight_dtype(DType t) {
+  return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::Q8_0;
+}
 
 // GEMV (W streamed once, x re-read per W row), skinny register tiles (decode batches) or
 // packed GEMM (W widened and transposed into panels, x broadcast from registers): see
@@ -54,8 +56,15 @@ std::atomic<int> g_forced_path{int(linear_impl::Path::Auto)};
 
 }  // namespace
 
-linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t K) {
+linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t K, DType dt) {
   Path p = Path(g_forced_path.load(std::memory_order_relaxed));
+  const bool skinny = k.skinny && dt != DType::Q8_0;  // no skinny tiles over Q8_0 blocks
+  if (p == Path::Auto && dt == DType::Q8_0) {
+    // Q8_0 weights: the GEMV (one pass over W for groups of 4 x rows, W blocks reused
+    // from L1/L2 across groups) for decode batches, the GEMM (panels dequantized to f32
+    // once per call) for prefill.
+    p = M <= 64 ? Path::Gemv : Path::Gemm;
+  }
   if (p == Path::Auto) {
     // Measured on Zen 4, 2 threads, bf16 Qwen2.5-0.5B shapes (bench/linear_bench.cpp, best
     // GFLOP/s of the paths at each M; peak 235): M = 4: GEMV 79-113, skinny 84-104; M = 16:
@@ -65,10 +74,10 @@ linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t 
     // packed GEMM for prefill beyond. Without skinny tiles: the GEMV up to M = 8, and up to
     // M = 32 while a group of 4 x rows (16 K bytes) fits in L1.
     if (M <= 4) p = Path::Gemv;
-    else if (k.skinny) p = M <= 256 ? Path::Skinny : Path::Gemm;
+    else if (skinny) p = M <= 256 ? Path::Skinny : Path::Gemm;
     else p = M <= 8 || (M <= 32 && K <= 1024) ? Path::Gemv : Path::Gemm;
   }
-  if (p == Path::Skinny && !k.skinny) p = Path::Gemv;
+  if (p == Path::Skinny && !skinny) p = Path::Gemv;
   return p;
 }
 
@@ -139,8 +148,11 @@ void linear_impl::force_path(Path p) { g_forced_path.store(int(p)); }
 
 void linear_impl::check_args(const float* x, int64_t M, int64_t ldx, const WeightView& w,
                              const float* y, int64_t ldy) {
-  CPI_CHECK(is_float_weight(w.dtype), "linear: weight dtype {} is not F32, BF16 or F16",
+  CPI_CHECK(is_weight_dtype(w.dtype), "linear: weight dtype {} is not F32, BF16, F16 or Q8_0",
             dtype_name(w.dtype));
+  CPI_CHECK(w.dtype != DType::Q8_0 || (w.cols % kQ8BlockElems == 0 && w.ld % kQ8BlockElems == 0),
+            "linear: a Q8_0 weight needs K ({}) and its row stride ({}) in whole 32-element "
+            "blocks", w.cols, w.ld);
   CPI_CHECK(w.rows >= 1 && w.cols >= 1, "linear: weight shape [{}, {}] must be non-empty",
             w.rows, w.cols);
   CPI_CHECK(w.ld >= w.cols, "linear: weight row stride {} is less than its {} columns", w.ld,
@@ -157,15 +169,19 @@ void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const f
   linear_impl::check_args(x, M, ldx, w, y, ldy);
   if (M == 0) return;
   const linear_impl::Kernels& kern = linear_impl::active_kernels();
-  const linear_impl::Path path = linear_impl::choose_path(kern, M, w.cols);
+  const linear_impl::Path path = linear_impl::choose_path(kern, M, w.cols, w.dtype);
   if (path == linear_impl::Path::Gemm) run_gemm(kern, x, M, ldx, w, bias, y, ldy, pool);
   else run_rows(linear_impl::rows_kernel(kern, path), x, M, ldx, w, bias, y, ldy, pool);
 }
 
 void embedding_lookup(const WeightView& table, const int32_t* ids, int64_t n, float* out,
                       ThreadPool& pool) {
-  CPI_CHECK(is_float_weight(table.dtype), "embedding: table dtype {} is not F32, BF16 or F16",
-            dtype_name(table.dtype));
+  CPI_CHECK(is_weight_dtype(table.dtype), "embedding: table dtype {} is not F32, BF16, F16 or "
+            "Q8_0", dtype_name(table.dtype));
+  CPI_CHECK(table.dtype != DType::Q8_0 ||
+                (table.cols % kQ8BlockElems == 0 && table.ld % kQ8BlockElems == 0),
+            "embedding: a Q8_0 table needs its {} columns and row stride {} in whole 32-element "
+            "blocks", table.cols, table.ld);
   CPI_CHECK(table.rows >= 1 && table.cols >= 1 && table.ld >= table.cols && table.data,
             "embedding: table [{}, {}] with row stride {} is not a valid matrix", table.rows,
             table.cols, table.ld);
@@ -177,11 +193,11 @@ void embedding_lookup(const WeightView& table, const int32_t* ids, int64_t n, fl
               "embedding: token id {} at position {} is outside the vocabulary [0, {})", ids[i],
               i, table.rows);
   const linear_impl::Kernels& kern = kernels_for(active_isa());
-  const size_t esz = dtype_size(table.dtype);
+  const int64_t row_bytes = dtype_bytes(table.dtype, table.ld);
   const auto* base = static_cast<const uint8_t*>(table.data);
   pool.parallel_for(n, std::max<int64_t>(1, 16384 / table.cols), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
-      kern.widen(base + size_t(ids[i]) * size_t(table.ld) * esz, table.dtype, table.cols,
+      kern.widen(base + ids[i] * row_bytes, table.dtype, table.cols,
                  out + i * table.cols);
   });
 }

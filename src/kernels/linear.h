@@ -1,6 +1,7 @@
 // Linear layers: y[M, N] = x[M, K] · W[N, K]^T (+ bias[N]).
 // W is the Hugging Face nn.Linear weight, row-major [out_features=N, in_features=K],
-// kept in the file's dtype (f32, bf16 or f16) and widened to f32 in registers.
+// kept in the file's dtype (f32, bf16 or f16), or quantized to Q8_0 at load
+// (kernels/quantize.h), and widened to f32 in registers: x and y stay f32.
 #pragma once
 #include <cstdint>
 
@@ -14,7 +15,8 @@ struct WeightView {
   DType dtype = DType::F32;
   int64_t rows = 0;            // N (output features)
   int64_t cols = 0;            // K (input features)
-  int64_t ld = 0;              // elements between rows (== cols when contiguous)
+  int64_t ld = 0;              // elements between rows (== cols when contiguous; Q8_0: a
+                               // multiple of 32, as cols)
 };
 
 // x: [M, K] f32, row stride ldx; y: [M, N] f32, row stride ldy; bias: [N] f32 or null.

@@ -75,6 +75,7 @@ void widen_t(const void* src, int64_t n, float* dst) {
 
 void widen(const void* src, DType dtype, int64_t n, float* dst) {
   switch (dtype) {
+    case DType::Q8_0: return dequantize_row_q8_0(static_cast<const uint8_t*>(src), n, dst);
     case DType::BF16: return widen_t<DType::BF16>(src, n, dst);
     case DType::F16: return widen_t<DType::F16>(src, n, dst);
     default: return widen_t<DType::F32>(src, n, dst);
@@ -84,6 +85,42 @@ void widen(const void* src, DType dtype, int64_t n, float* dst) {
 // ---- gemv --------------------------------------------------------------------------
 
 struct Gemv {
+  // row() over Q8_0 blocks (K a multiple of 32): each block's four groups of 8 int8
+  // widened (vpmovsxbd + vcvtdq2ps) and scaled by d, which is exact (an 11-bit scale times an
+  // 8-bit integer), into four accumulators per x row.
+  template <int MM>
+  static void row_q8_0(const float* x, int64_t ldx, const char* wp, int64_t K, float bias,
+                       bool accumulate, float* y, int64_t ldy, const char* pf) {
+    __m256 acc[MM][4];
+#pragma GCC unroll 4
+    for (int m = 0; m < MM; ++m)
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) acc[m][u] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < K; k += kQ8BlockElems, wp += kQ8BlockBytes) {
+      if (pf) _mm_prefetch(pf + k / kQ8BlockElems * kQ8BlockBytes, _MM_HINT_T0);
+      uint16_t d_bits;
+      std::memcpy(&d_bits, wp, 2);
+      const __m256 d = _mm256_set1_ps(_cvtsh_ss(d_bits));
+      __m256 wv[4];
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) {
+        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(wp + 2 + 8 * u));
+        wv[u] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d);
+      }
+#pragma GCC unroll 4
+      for (int m = 0; m < MM; ++m)
+#pragma GCC unroll 4
+        for (int u = 0; u < 4; ++u)
+          acc[m][u] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + k + 8 * u), wv[u], acc[m][u]);
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < MM; ++m) {
+      const __m256 s = _mm256_add_ps(_mm256_add_ps(acc[m][0], acc[m][1]),
+                                     _mm256_add_ps(acc[m][2], acc[m][3]));
+      y[m * ldy] = (accumulate ? y[m * ldy] : bias) + hsum(s);
+    }
+  }
+
   // y[m * ldy] = (accumulate ? y[m * ldy] : bias) + x[m, 0:K] · w[0:K] for m < MM.
   // x: [MM, K] (ldx), w: [K] of DT, read front to back. U independent accumulators per x
   // row hide the FMA latency. pf (if set): K elements of DT to prefetch alongside.

@@ -19,10 +19,21 @@
 #include <cstdint>
 
 #include "kernels/linear_impl.h"
+#include "kernels/quantize.h"
 
 namespace cpinfer::linear_impl {
 // Internal linkage for everything here: each ISA file gets its own copy.
 namespace {
+
+// Bytes of n consecutive elements of a row of DT, and the K granule a kernel may start a
+// slice of K at: Q8_0 rows are cut only at 32-element block boundaries (linear() checks
+// K % 32 == 0 and ld % 32 == 0). Example: Q8_0, 896 elements = 28 blocks = 952 bytes.
+template <DType DT>
+constexpr int64_t row_bytes(int64_t n) {
+  if constexpr (DT == DType::Q8_0) return n / kQ8BlockElems * kQ8BlockBytes;
+  else return n * (DT == DType::F32 ? 4 : 2);
+}
+constexpr int64_t k_granule(DType dt) { return dt == DType::Q8_0 ? kQ8BlockElems : 1; }
 
 // Start of part `i` when [0, len) is split into `parts` pieces differing by at most one.
 template <typename I>
@@ -64,35 +75,49 @@ inline constexpr int64_t kGemvPrefetchRows = 2;
 
 // Kern provides: template <DType DT, int MM> row(x, ldx, w, K, bias, accumulate, y, ldy, pf):
 //   y[m * ldy] = (accumulate ? y[m * ldy] : bias) + x[m, 0:K] · w[0:K] for m < MM, and
-//   prefetches pf[0 : K elements] when pf is not null.
+//   prefetches pf[0 : K elements] when pf is not null (DT F32, BF16, F16); and
+//   template <int MM> row_q8_0(same arguments): the same over K / 32 Q8_0 blocks.
+template <typename Kern, DType DT, int MM>
+inline void gemv_row(const float* x, int64_t ldx, const char* w, int64_t K, float bias,
+                     bool accumulate, float* y, int64_t ldy, const char* pf) {
+  if constexpr (DT == DType::Q8_0)
+    Kern::template row_q8_0<MM>(x, ldx, w, K, bias, accumulate, y, ldy, pf);
+  else
+    Kern::template row<DT, MM>(x, ldx, w, K, bias, accumulate, y, ldy, pf);
+}
+
 template <typename Kern, DType DT>
 void gemv_task_t(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
                  float* y, int64_t ldy, int64_t n0, int64_t n1) {
-  const int64_t K = w.cols, esz = int64_t(dtype_size(DT));
+  const int64_t K = w.cols, g = k_granule(DT);
   const auto* base = static_cast<const char*>(w.data);
   const int64_t x_bytes = std::min(M, kGemvXGroup) * K * int64_t(sizeof(float));
-  const int64_t k_chunks = x_bytes > kGemvXBytesMax ? ceil_div(x_bytes, kGemvXChunkBytes) : 1;
-  const int64_t chunk_bytes = ceil_div(K, k_chunks) * esz;
+  const int64_t k_chunks =
+      std::min(K / g, x_bytes > kGemvXBytesMax ? ceil_div(x_bytes, kGemvXChunkBytes) : 1);
+  const int64_t chunk_bytes = row_bytes<DT>(ceil_div(K / g, k_chunks) * g);
+  const int64_t ld_bytes = row_bytes<DT>(w.ld);
   const int64_t block =
       M <= kGemvXGroup ? n1 - n0 : std::max<int64_t>(1, kGemvBlockBytes / chunk_bytes);
   for (int64_t c = 0; c < k_chunks; ++c) {
-    const int64_t k0 = split_point(K, k_chunks, c), kc = split_point(K, k_chunks, c + 1) - k0;
+    // Chunks in whole granules: k0 = g * (the c-th split point of K / g granules).
+    const int64_t k0 = g * split_point(K / g, k_chunks, c);
+    const int64_t kc = g * split_point(K / g, k_chunks, c + 1) - k0;
     for (int64_t nb = n0; nb < n1; nb += block) {
       const int64_t ne = std::min(n1, nb + block);
       for (int64_t m = 0; m < M; m += kGemvXGroup) {
         const float* xm = x + m * ldx + k0;
         for (int64_t n = nb; n < ne; ++n) {
-          const char* wr = base + (n * w.ld + k0) * esz;
+          const char* wr = base + n * ld_bytes + row_bytes<DT>(k0);
           const char* pf = k_chunks > 1 && m == 0 && n + kGemvPrefetchRows < n1
-                               ? wr + kGemvPrefetchRows * w.ld * esz
+                               ? wr + kGemvPrefetchRows * ld_bytes
                                : nullptr;
           const float b = bias ? bias[n] : 0.0f;
           float* ym = y + m * ldy + n;
           switch (std::min(kGemvXGroup, M - m)) {
-            case 1: Kern::template row<DT, 1>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
-            case 2: Kern::template row<DT, 2>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
-            case 3: Kern::template row<DT, 3>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
-            default: Kern::template row<DT, 4>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
+            case 1: gemv_row<Kern, DT, 1>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
+            case 2: gemv_row<Kern, DT, 2>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
+            case 3: gemv_row<Kern, DT, 3>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
+            default: gemv_row<Kern, DT, 4>(xm, ldx, wr, kc, b, c > 0, ym, ldy, pf); break;
           }
         }
       }
@@ -106,6 +131,7 @@ void gemv_task(const float* x, int64_t M, int64_t ldx, const WeightView& w, cons
   switch (w.dtype) {
     case DType::BF16: return gemv_task_t<Kern, DType::BF16>(x, M, ldx, w, bias, y, ldy, n0, n1);
     case DType::F16: return gemv_task_t<Kern, DType::F16>(x, M, ldx, w, bias, y, ldy, n0, n1);
+    case DType::Q8_0: return gemv_task_t<Kern, DType::Q8_0>(x, M, ldx, w, bias, y, ldy, n0, n1);
     default: return gemv_task_t<Kern, DType::F32>(x, M, ldx, w, bias, y, ldy, n0, n1);
   }
 }
@@ -194,13 +220,28 @@ void skinny_task(const float* x, int64_t M, int64_t ldx, const WeightView& w, co
 //   optionally pack_x(x, ldx, mr, kc, xp): what pack_x_tile does, faster;
 //   micro(mr, kc, xp, wp, y, ldy, nv, bias, accumulate): y[i, j] (i < mr, j < nv) =
 //     init + sum_k xp[k * mr + i] * wp[k * kNr + j], init = y if accumulate, else bias or 0.
+// Q8_0 W panels: rows [row0, row0 + rows) x columns [k0, k0 + kc) (k0, kc whole blocks)
+// dequantized into f32 scratch, then packed by the ISA's f32 packer as any f32 weight.
+template <typename Kern>
+void pack_w_q8_0(const WeightView& w, int64_t row0, int rows, int64_t k0, int64_t kc,
+                 float* dst) {
+  float* rows_f32 = thread_scratch(2, size_t(Kern::kNr * kc));
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  for (int j = 0; j < rows; ++j)
+    dequantize_row_q8_0(base + row_bytes<DType::Q8_0>((row0 + j) * w.ld + k0), kc,
+                        rows_f32 + j * kc);
+  const WeightView f32{rows_f32, DType::F32, rows, kc, kc};
+  Kern::pack_w(f32, 0, rows, 0, kc, dst);
+}
+
 template <typename Kern>
 void gemm_task(const float* x, int64_t ldx, const WeightView& w, const float* bias, float* y,
                int64_t ldy, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   constexpr int64_t NR = Kern::kNr;
-  const int64_t K = w.cols;
-  const int64_t k_blocks = ceil_div<int64_t>(K, Kern::kKcMax);
-  const int64_t kc_max = ceil_div(K, k_blocks);
+  const int64_t K = w.cols, g = k_granule(w.dtype);
+  // K blocks of whole granules (see gemv_task_t), at most kKcMax each where g allows.
+  const int64_t k_blocks = std::min(K / g, ceil_div<int64_t>(K, Kern::kKcMax));
+  const int64_t kc_max = g * ceil_div(K / g, k_blocks);
   const int64_t strips = ceil_div(n1 - n0, NR);
   const int64_t n_chunks = ceil_div<int64_t>(strips, Kern::kNcStrips);
   const int64_t chunk_strips_max = ceil_div(strips, n_chunks);
@@ -212,11 +253,15 @@ void gemm_task(const float* x, int64_t ldx, const WeightView& w, const float* bi
     const int64_t s0 = split_point(strips, n_chunks, c);
     const int64_t s1 = split_point(strips, n_chunks, c + 1);
     for (int64_t kb = 0; kb < k_blocks; ++kb) {
-      const int64_t k0 = split_point(K, k_blocks, kb);
-      const int64_t kc = split_point(K, k_blocks, kb + 1) - k0;
+      const int64_t k0 = g * split_point(K / g, k_blocks, kb);
+      const int64_t kc = g * split_point(K / g, k_blocks, kb + 1) - k0;
       for (int64_t s = s0; s < s1; ++s) {
         const int64_t row0 = n0 + s * NR;
-        Kern::pack_w(w, row0, int(std::min(NR, n1 - row0)), k0, kc, wpack + (s - s0) * NR * kc);
+        const int rows = int(std::min(NR, n1 - row0));
+        if (w.dtype == DType::Q8_0)
+          pack_w_q8_0<Kern>(w, row0, rows, k0, kc, wpack + (s - s0) * NR * kc);
+        else
+          Kern::pack_w(w, row0, rows, k0, kc, wpack + (s - s0) * NR * kc);
       }
       for (int64_t t = 0; t < m_tiles; ++t) {
         const int64_t ma = m0 + split_point(m1 - m0, m_tiles, t);

@@ -53,6 +53,14 @@ void run_units(const linear_impl::Kernels& k, linear_impl::Path path, const floa
   }
 }
 
+// The dtype that decides the path of parts run together: Q8_0 if any part is (it has no
+// skinny kernel), else the first part's.
+DType path_dtype(std::span<const LinearPart> parts) {
+  for (const LinearPart& p : parts)
+    if (p.w.dtype == DType::Q8_0) return DType::Q8_0;
+  return parts[0].w.dtype;
+}
+
 void check_parts(const float* x, int64_t M, int64_t ldx, std::span<const LinearPart> parts) {
   CPI_CHECK(!parts.empty(), "linear_fused: no parts");
   for (const LinearPart& p : parts) {
@@ -77,7 +85,7 @@ void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const Linear
   }
   if (M == 0) return;
   const linear_impl::Kernels& k = linear_impl::active_kernels();
-  const linear_impl::Path path = linear_impl::choose_path(k, M, parts[0].w.cols);
+  const linear_impl::Path path = linear_impl::choose_path(k, M, parts[0].w.cols, path_dtype(parts));
   const bool gemv = path != linear_impl::Path::Gemm;
   // With RoPE, units are whole heads: the smallest multiple of the kernel's unit and of
   // head_dim (e.g. 32-row GEMM strips, head_dim 64: units of 64 rows = 2 strips).
@@ -105,7 +113,7 @@ void linear_gate_up_silu(const float* x, int64_t M, int64_t ldx, const WeightVie
   if (M == 0) return;
   const linear_impl::Kernels& k = linear_impl::active_kernels();
   const elementwise_impl::Kernels& ek = elementwise_impl::active_kernels();
-  const linear_impl::Path path = linear_impl::choose_path(k, M, gate.cols);
+  const linear_impl::Path path = linear_impl::choose_path(k, M, gate.cols, path_dtype(parts));
   const bool gemv = path != linear_impl::Path::Gemm;
   const int64_t B = unit_rows(gemv, k);
   // A task owns a block of columns [c0, c1) of F: it computes gate and up rows c0..c1

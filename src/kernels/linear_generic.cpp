@@ -23,7 +23,9 @@ inline float half_to_float(uint16_t h) {
 
 // dst[0:n] = src[0:n] as f32.
 void widen(const void* src, DType dtype, int64_t n, float* dst) {
-  if (dtype == DType::F32) {
+  if (dtype == DType::Q8_0) {
+    dequantize_row_q8_0(static_cast<const uint8_t*>(src), n, dst);
+  } else if (dtype == DType::F32) {
     std::memcpy(dst, src, size_t(n) * sizeof(float));
   } else if (dtype == DType::BF16) {
     const auto* s = static_cast<const uint16_t*>(src);
@@ -35,7 +37,7 @@ void widen(const void* src, DType dtype, int64_t n, float* dst) {
 }
 
 const uint8_t* row_ptr(const WeightView& w, int64_t row, int64_t k0) {
-  return static_cast<const uint8_t*>(w.data) + size_t(row * w.ld + k0) * dtype_size(w.dtype);
+  return static_cast<const uint8_t*>(w.data) + dtype_bytes(w.dtype, row * w.ld + k0);
 }
 
 template <DType DT>
@@ -50,6 +52,27 @@ inline float load_elem(const char* p, int64_t i) {
 }
 
 struct Gemv {
+  // The same sums as row() over Q8_0 blocks: each block's 32 weights dequantized
+  // (d * q, exact in f32: an 11-bit scale times an 8-bit integer) into a small buffer, then
+  // the same 8 partial sums per x row.
+  template <int MM>
+  static void row_q8_0(const float* x, int64_t ldx, const char* w, int64_t K, float bias,
+                       bool accumulate, float* y, int64_t ldy, const char* /*pf*/) {
+    float acc[MM][8] = {};
+    float wv[kQ8BlockElems];
+    const auto* blocks = reinterpret_cast<const uint8_t*>(w);
+    for (int64_t k = 0; k < K; k += kQ8BlockElems, blocks += kQ8BlockBytes) {
+      dequantize_row_q8_0(blocks, kQ8BlockElems, wv);
+      for (int m = 0; m < MM; ++m)
+        for (int j = 0; j < kQ8BlockElems; ++j) acc[m][j % 8] += x[m * ldx + k + j] * wv[j];
+    }
+    for (int m = 0; m < MM; ++m) {
+      const float* a = acc[m];
+      const float sum = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+      y[m * ldy] = (accumulate ? y[m * ldy] : bias) + sum;
+    }
+  }
+
   // y[m * ldy] = (accumulate ? y[m * ldy] : bias) + x[m, 0:K] · w[0:K] for m < MM, with
   // 8 partial sums per x row (two SSE registers). pf is ignored.
   template <DType DT, int MM>

@@ -41,9 +41,9 @@ struct Kernels {
 // Gemv on an ISA without a skinny kernel.
 enum class Path { Auto, Gemv, Gemm, Skinny };
 void force_path(Path p);
-// The path linear() takes with kernels `k` for M rows of x with K columns (honours
-// force_path; never Auto).
-Path choose_path(const Kernels& k, int64_t M, int64_t K);
+// The path linear() takes with kernels `k` for M rows of x with K columns and weights of
+// `dt` (honours force_path; never Auto; Skinny becomes Gemv for Q8_0 weights).
+Path choose_path(const Kernels& k, int64_t M, int64_t K, DType dt);
 // The row-range kernel (same signature as gemv) of a Gemv or Skinny path.
 GemvFn rows_kernel(const Kernels& k, Path p);
 // linear()'s argument checks (dtype, shapes, strides, null pointers); throws Error.
@@ -59,7 +59,8 @@ const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
 
 // A 64-byte aligned buffer of at least `floats` floats, owned by the calling thread and
-// reused across calls (grown, never shrunk). `slot` picks one of two independent buffers.
+// reused across calls (grown, never shrunk). `slot` picks one of three independent buffers
+// (0: packed W panels, 1: packed x tiles, 2: Q8_0 rows dequantized before packing).
 float* thread_scratch(int slot, size_t floats);
 
 }  // namespace cpinfer::linear_impl

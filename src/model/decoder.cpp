@@ -168,8 +168,7 @@ void Decoder::lm_head(int64_t R, float* logits) {
     }
   CPI_ASSERT(my_begin + my_n <= sh.vocab_size);
   WeightView part = w_.lm_head;  // rows [my_begin, my_begin + my_n) of the shard
-  part.data = static_cast<const uint8_t*>(part.data) +
-              size_t(my_begin * part.ld) * dtype_size(part.dtype);
+  part.data = static_cast<const uint8_t*>(part.data) + dtype_bytes(part.dtype, my_begin * part.ld);
   part.rows = my_n;
   local_logits_.resize(size_t(R * my_n));
   if (my_n > 0) linear(last_.data(), R, H, part, nullptr, local_logits_.data(), my_n, pool_);

@@ -19,11 +19,11 @@ double prefill_flops(const ModelConfig& c, int64_t S) {
   return linear + attention + lm_head;
 }
 
-double decode_bytes_per_token(const ModelConfig& c, int64_t weight_bytes, int64_t context,
+double decode_bytes_per_token(const ModelConfig& c, double weight_bytes, int64_t context,
                               int64_t kv_bytes_per_token) {
   const double weights = double(linear_macs_per_token(c) + c.vocab_size * c.hidden_size +
                                 c.hidden_size) *
-                         double(weight_bytes);
+                         weight_bytes;
   return weights + double(context) * double(kv_bytes_per_token);
 }
 

@@ -23,7 +23,7 @@ double prefill_flops(const ModelConfig& c, int64_t S);
 // Bytes read to decode one token after `context` cached tokens: every linear weight and the
 // LM head once (weight_bytes per element), one embedding row, and the K and V of the whole
 // context (kv_bytes_per_token: all layers, K and V).
-double decode_bytes_per_token(const ModelConfig& c, int64_t weight_bytes, int64_t context,
+double decode_bytes_per_token(const ModelConfig& c, double weight_bytes, int64_t context,
                               int64_t kv_bytes_per_token);
 
 // Bytes per element of the weights as config.json's torch_dtype names them (float32: 4,

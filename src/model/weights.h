@@ -46,6 +46,9 @@ struct ModelWeights {
   ShardSpec shard;
   std::vector<LayerWeights> layers;
   std::vector<float> final_norm;             // [H]
+  // Weights converted at load (model/weight_quantization.h) live here; the views above
+  // then point into these buffers instead of the mapped files.
+  std::vector<std::vector<uint8_t>> converted;
 };
 
 // Checks every tensor's presence, dtype and shape against the config (errors name the

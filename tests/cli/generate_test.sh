@@ -46,6 +46,23 @@ t2=$(node -e 'console.log(JSON.stringify(JSON.parse(process.argv[1]).token_ids))
 [[ "$t1" == "$t2" ]] || fail "--prompt-ids gave $t2, --prompt gave $t1"
 [[ $(wc -l <<<"$out") -ge 2 ]] || fail "no streamed text line before the JSON line"
 
+# --prompt-logits-out scores a given continuation: the prompt followed by the 12 greedy
+# tokens (chunks of 4, so rows from several prefill steps), rows 2..13 are the logits that
+# chose those tokens in the decode run above (within 1e-3: prefill and decode kernels sum
+# in other orders), and there is one row per prompt token.
+scored=$(node -e 'console.log([...process.argv[1].split(","), ...JSON.parse(process.argv[2]).token_ids.slice(0, 11)].join(","))' "$ids" "$json")
+"$CPINFER" generate --model "$TMP/tiny" --prompt-ids "$scored" --max-tokens 1 --prefill-chunk 4 \
+  --prompt-logits-out "$TMP/prompt_logits.bin" 2>/dev/null >/dev/null
+node -e '
+const fs = require("fs"), V = 151936;
+const p = fs.readFileSync(process.argv[1]), d = fs.readFileSync(process.argv[2]);
+const P = new Float32Array(p.buffer, p.byteOffset, p.length / 4), D = new Float32Array(d.buffer, d.byteOffset, d.length / 4);
+if (P.length !== 14 * V) { console.error("prompt logits: " + P.length / V + " rows, want 14"); process.exit(1); }
+let m = 0;
+for (let r = 0; r < 12; r++) for (let v = 0; v < V; v++) m = Math.max(m, Math.abs(P[(r + 2) * V + v] - D[r * V + v]));
+if (!(m <= 1e-3)) { console.error("scored rows differ from the decode rows by " + m); process.exit(1); }
+' "$TMP/prompt_logits.bin" "$TMP/logits.bin" || fail "--prompt-logits-out check"
+
 # Sampling: a seed reproduces; another seed (very likely) differs.
 s1=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 16 --ignore-eos --temperature 1 --top-p 0.95 --top-k 50 --seed 7 --json 2>/dev/null | tail -n 1)
 s2=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 16 --ignore-eos --temperature 1 --top-p 0.95 --top-k 50 --seed 7 --json 2>/dev/null | tail -n 1)

@@ -1,6 +1,8 @@
 // linear() and embedding_lookup() against a float64 reference written here (no code shared
 // with the kernels), for every ISA this CPU supports, f32/bf16/f16 weights, odd sizes,
-// padded strides and pools of 1 and 2 threads.
+// padded strides and pools of 1 and 2 threads. Q8_0 weights are quantized here with
+// quantize_row_q8_0 and the reference uses their dequantized values (d * q, exact in f32),
+// so the same tolerance holds: the kernels must reproduce those weights exactly.
 //
 // Tolerance. The weights are rounded to their dtype first and the reference uses exactly
 // those rounded values (widened to double), and x is f32, so the only error left is the
@@ -31,6 +33,7 @@
 #include "core/thread_pool.h"
 #include "kernels/linear.h"
 #include "kernels/linear_impl.h"
+#include "kernels/quantize.h"
 
 namespace cpinfer {
 namespace {
@@ -76,12 +79,14 @@ struct TestWeights {
   int64_t rows, cols, ld;
   std::vector<uint16_t> half;   // bf16 / f16 bits
   std::vector<float> single;    // f32
+  std::vector<uint8_t> blocks;  // Q8_0 blocks
   std::vector<double> exact;    // [rows, cols], the stored values
 
   WeightView view() const {
     WeightView w;
-    w.data = dtype == DType::F32 ? static_cast<const void*>(single.data())
-                                 : static_cast<const void*>(half.data());
+    w.data = dtype == DType::F32    ? static_cast<const void*>(single.data())
+             : dtype == DType::Q8_0 ? static_cast<const void*>(blocks.data())
+                                    : static_cast<const void*>(half.data());
     w.dtype = dtype;
     w.rows = rows;
     w.cols = cols;
@@ -103,10 +108,33 @@ float round_to(DType dtype, float v) {
   return v;
 }
 
-// `values` is [rows, cols] of numbers representable in dtype.
+// Q8_0: each row of `values` quantized; the padding blocks (ld > cols) have a NaN scale, so
+// a kernel reading them makes NaN outputs. exact = the dequantized values.
+TestWeights make_q8_0_weights(int64_t rows, int64_t cols, int64_t ld,
+                              const std::vector<float>& values) {
+  TestWeights t{DType::Q8_0, rows, cols, ld, {}, {}, {}, {}};
+  const int64_t row_bytes = dtype_bytes(DType::Q8_0, ld);
+  t.blocks.assign(size_t(rows * row_bytes), 0);
+  t.exact.resize(size_t(rows * cols));
+  std::vector<float> dq(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* row = t.blocks.data() + r * row_bytes;
+    quantize_row_q8_0(values.data() + r * cols, cols, row);
+    for (int64_t b = cols / kQ8BlockElems; b < ld / kQ8BlockElems; ++b) {
+      const uint16_t nan = 0x7e00;
+      std::memcpy(row + b * kQ8BlockBytes, &nan, 2);
+    }
+    dequantize_row_q8_0(row, cols, dq.data());
+    for (int64_t c = 0; c < cols; ++c) t.exact[size_t(r * cols + c)] = double(dq[size_t(c)]);
+  }
+  return t;
+}
+
+// `values` is [rows, cols] of numbers representable in dtype (Q8_0: any numbers).
 TestWeights make_weights(DType dtype, int64_t rows, int64_t cols, int64_t ld,
                          const std::vector<float>& values) {
-  TestWeights t{dtype, rows, cols, ld, {}, {}, {}};
+  if (dtype == DType::Q8_0) return make_q8_0_weights(rows, cols, ld, values);
+  TestWeights t{dtype, rows, cols, ld, {}, {}, {}, {}};
   const size_t n = size_t(rows * ld);
   if (dtype == DType::F32) t.single.assign(n, std::numeric_limits<float>::quiet_NaN());
   else t.half.assign(n, dtype == DType::BF16 ? uint16_t(0x7fc0) : uint16_t(0x7e00));  // NaN
@@ -195,6 +223,7 @@ int compare(const std::vector<float>& y, int64_t M, int64_t N, int64_t ldy, int6
 const int64_t kMs[] = {1, 2, 3, 5, 7, 8, 13, 15, 16, 17, 31, 48, 64, 100};
 const int64_t kNs[] = {1, 7, 16, 33, 130, 515};
 const int64_t kKs[] = {1, 3, 16, 31, 64, 100, 896};
+const int64_t kQ8Ks[] = {32, 64, 96, 896};  // Q8_0: whole 32-element blocks
 
 struct SweepParam {
   DType dtype;
@@ -215,14 +244,17 @@ TEST_P(LinearSweep, MatchesFloat64Reference) {
   const SweepParam p = GetParam();
   const int64_t M = p.M;
   std::mt19937 rng(unsigned(1000 * M + 10 * int(p.dtype) + p.bias));
+  const bool q8 = p.dtype == DType::Q8_0;
+  const std::vector<int64_t> Ks = q8 ? std::vector<int64_t>(std::begin(kQ8Ks), std::end(kQ8Ks))
+                                     : std::vector<int64_t>(std::begin(kKs), std::end(kKs));
   for (int64_t N : kNs) {
-    for (int64_t K : kKs) {
+    for (int64_t K : Ks) {
       const std::vector<float> wvals = random_values(rng, size_t(N * K), p.dtype);
       const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
       const std::vector<float> bias = random_values(rng, size_t(N), DType::F32);
       const float* b = p.bias ? bias.data() : nullptr;
       const TestWeights w_dense = make_weights(p.dtype, N, K, K, wvals);
-      const TestWeights w_padded = make_weights(p.dtype, N, K, K + 5, wvals);
+      const TestWeights w_padded = make_weights(p.dtype, N, K, K + (q8 ? 32 : 5), wvals);
       const std::vector<float> x_padded = strided(x, M, K, K + 3);
       const Reference ref = reference(x, w_dense, b, M);
       for (Isa isa : supported_isas()) {
@@ -254,7 +286,7 @@ TEST_P(LinearSweep, MatchesFloat64Reference) {
 
 std::vector<SweepParam> sweep_params() {
   std::vector<SweepParam> v;
-  for (DType dt : {DType::F32, DType::BF16, DType::F16})
+  for (DType dt : {DType::F32, DType::BF16, DType::F16, DType::Q8_0})
     for (bool bias : {false, true})
       for (int64_t M : kMs) v.push_back({dt, bias, M});
   return v;
@@ -263,13 +295,15 @@ std::vector<SweepParam> sweep_params() {
 INSTANTIATE_TEST_SUITE_P(All, LinearSweep, testing::ValuesIn(sweep_params()), param_name);
 
 // Qwen2.5-0.5B's down projection: K = 4864 spans many GEMM K blocks and, for M > 1, the
-// GEMV's K chunks (partial sums accumulated in y); both kernels, bf16, two threads.
-TEST(Linear, LargeKBf16) {
+// GEMV's K chunks (partial sums accumulated in y); every kernel, bf16 and Q8_0 (whose
+// chunks and blocks must start on 32-element blocks), two threads.
+class LargeK : public testing::TestWithParam<DType> {};
+TEST_P(LargeK, MatchesFloat64Reference) {
   const int64_t N = 96, K = 4864;
   std::mt19937 rng(7);
-  const std::vector<float> wvals = random_values(rng, size_t(N * K), DType::BF16);
-  const TestWeights w = make_weights(DType::BF16, N, K, K, wvals);
-  for (int64_t M : {int64_t(1), int64_t(3), int64_t(6), int64_t(40)}) {
+  const std::vector<float> wvals = random_values(rng, size_t(N * K), GetParam());
+  const TestWeights w = make_weights(GetParam(), N, K, K, wvals);
+  for (int64_t M : {int64_t(1), int64_t(3), int64_t(6), int64_t(40), int64_t(70)}) {
     const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
     const Reference ref = reference(x, w, nullptr, M);
     for (Isa isa : supported_isas()) {
@@ -286,6 +320,11 @@ TEST(Linear, LargeKBf16) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, LargeK, testing::Values(DType::BF16, DType::Q8_0),
+                         [](const testing::TestParamInfo<DType>& i) {
+                           return std::string(dtype_name(i.param));
+                         });
 
 // Special values pass through: an Inf weight makes an Inf output in its column only.
 TEST(Linear, InfWeightStaysInItsColumn) {
@@ -337,6 +376,18 @@ TEST(Linear, RejectsBadShapes) {
   bad = w;
   bad.cols = 0;
   EXPECT_THROW(call(bad, 4, 3), Error);
+  // Q8_0 needs K and the row stride in whole 32-element blocks.
+  std::vector<uint8_t> blocks(size_t(3 * 2 * kQ8BlockBytes), 0);
+  std::vector<float> x64(size_t(2 * 64), 1.0f);
+  const WeightView q8{blocks.data(), DType::Q8_0, 3, 64, 64};
+  EXPECT_NO_THROW(linear(x64.data(), 2, 64, q8, nullptr, y.data(), 3, pool_of(1)));
+  WeightView q8_bad = q8;
+  q8_bad.cols = 40;
+  EXPECT_THROW(linear(x64.data(), 2, 64, q8_bad, nullptr, y.data(), 3, pool_of(1)), Error);
+  q8_bad = q8;
+  q8_bad.cols = 32;
+  q8_bad.ld = 48;
+  EXPECT_THROW(linear(x64.data(), 2, 64, q8_bad, nullptr, y.data(), 3, pool_of(1)), Error);
   EXPECT_THROW(linear(x.data(), -1, 4, w, nullptr, y.data(), 3, pool_of(1)), Error);
 }
 
@@ -366,6 +417,24 @@ TEST(Embedding, GathersAndWidensRows) {
           }
       }
     }
+  }
+}
+
+// A Q8_0 table (two 32-element blocks a row, one padding block) gives its dequantized rows.
+TEST(Embedding, DequantizesQ8_0Rows) {
+  const int64_t rows = 9, cols = 64, ld = 96;
+  std::mt19937 rng(5);
+  const std::vector<int32_t> ids = {8, 0, 3, 3, 7};
+  const TestWeights t = make_weights(DType::Q8_0, rows, cols, ld,
+                                     random_values(rng, size_t(rows * cols), DType::F32));
+  for (Isa isa : supported_isas()) {
+    IsaScope scope(isa);
+    std::vector<float> out(ids.size() * size_t(cols), kYSentinel);
+    embedding_lookup(t.view(), ids.data(), int64_t(ids.size()), out.data(), pool_of(2));
+    for (size_t i = 0; i < ids.size(); ++i)
+      for (int64_t c = 0; c < cols; ++c)
+        ASSERT_EQ(double(out[i * size_t(cols) + size_t(c)]), t.exact[size_t(ids[i] * cols + c)])
+            << isa_name(isa) << " id " << ids[i] << " col " << c;
   }
 }
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# --quantization int8 under parallel layouts: tensor-parallel shards quantize the same
+# 32-column blocks as one rank holding the whole tensor, so every layout answers as the
+# single-rank int8 run (identical greedy tokens, logits within 1e-3, as the context-parallel
+# equivalence tests); the int8 logits differ from the unquantized run's; bad values are
+# refused before any rank starts; bench latency reports the quantization and Q8_0's bytes.
+set -euo pipefail
+CPINFER=${1:?usage: quantization_test.sh path/to/cpinfer}
+source "$(dirname "$0")/lib/cp_runs.sh"
+STEPS=16
+LENS="7 300"
+
+cp_runs "$TMP/int8" "$LENS" --quantization int8
+cp_runs "$TMP/none" "$LENS"
+failures=0
+for layout in 2,2,1,8 4,1,2,1; do
+  IFS=, read -r tp pcp dcp il <<<"$layout"
+  out="$TMP/int8-$tp-$pcp-$dcp-$il"
+  cp_runs "$out" "$LENS" --quantization int8 -tp "$tp" -pcp "$pcp" -dcp "$dcp" \
+    --cp-kv-cache-interleave-size "$il"
+  for n in $LENS; do
+    node "$SRC/tests/tools/compare_runs.js" "$TMP/int8-$n.json" "$TMP/int8-$n.bin" \
+      "$out-$n.json" "$out-$n.bin" 1e-3 "int8, tp $tp pcp $pcp dcp $dcp interleave $il, prompt $n" ||
+      failures=$((failures + 1))
+  done
+done
+[[ $failures -eq 0 ]] || { echo "FAIL: $failures int8 layout/length combinations differ"; exit 1; }
+
+# Quantization changes the logits (by far more than the layouts' 1e-3).
+for n in $LENS; do
+  if node "$SRC/tests/tools/compare_runs.js" "$TMP/none-$n.json" "$TMP/none-$n.bin" \
+       "$TMP/int8-$n.json" "$TMP/int8-$n.bin" 1e-2 "int8 vs none, prompt $n" >"$TMP/cmp.out"; then
+    cat "$TMP/cmp.out"
+    echo "FAIL: the int8 run matches the unquantized one within 1e-2: nothing was quantized"
+    exit 1
+  fi
+  echo "ok   int8 differs from the unquantized run, prompt $n: $(sed 's/.* -- //' "$TMP/cmp.out")"
+done
+
+# A value outside none|int8 is refused at parse time, naming the flag.
+if "$CPINFER" generate --model "$MODEL" --prompt-ids 1,2 --quantization int4 -tp 2 \
+     >"$TMP/bad.out" 2>&1; then
+  echo "FAIL: --quantization int4 was accepted"; exit 1
+fi
+grep -q -- "--quantization" "$TMP/bad.out" || { echo "FAIL: the error does not name --quantization"; cat "$TMP/bad.out"; exit 1; }
+grep -q "int4" "$TMP/bad.out" || { echo "FAIL: the error does not name the value"; cat "$TMP/bad.out"; exit 1; }
+
+# bench latency names the quantization and counts Q8_0's 34 bytes per 32 weights.
+"$CPINFER" bench latency --model "$MODEL" --input-len 8 --output-len 4 --num-iters 1 \
+  --warmup 0 --json --quantization int8 2>/dev/null | tail -1 >"$TMP/lat8.json"
+"$CPINFER" bench latency --model "$MODEL" --input-len 8 --output-len 4 --num-iters 1 \
+  --warmup 0 --json 2>/dev/null | tail -1 >"$TMP/lat.json"
+node -e '
+  const fs = require("fs");
+  const q = JSON.parse(fs.readFileSync(process.argv[1])), f = JSON.parse(fs.readFileSync(process.argv[2]));
+  if (q.quantization !== "int8" || f.quantization !== "none") throw new Error("quantization field: " + q.quantization + ", " + f.quantization);
+  // f32 tiny model: the weights move from 4 bytes to 34/32; KV bytes are the same in both.
+  const kv = 2 * 2 * 2 * 32 * 4 * (8 + 2);  // layers 2, K and V, 2 kv heads, head_dim 32, f32, mean context 10
+  const wq = q.decode_bytes_per_token - kv, wf = f.decode_bytes_per_token - kv;
+  const ratio = wq / wf;
+  if (Math.abs(ratio - 34 / 32 / 4) > 1e-9) throw new Error("weight bytes ratio " + ratio + ", want " + 34 / 128);
+  console.log("bench latency: quantization int8, decode weight bytes x" + ratio.toFixed(4) + " of f32");
+' "$TMP/lat8.json" "$TMP/lat.json"
+echo "quantization_test: int8 layouts match the single-rank int8 run"
