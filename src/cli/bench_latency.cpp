@@ -306,6 +306,9 @@ int run_latency(const LatencyArgs& a) {
   j["peak_read_gbps_max"] = *std::max_element(read_gbps.begin(), read_gbps.end());
   j["cores_used"] = cores;
   j["mfu"] = flops / (median(ttft) * peak.fma_gflops_1t * 1e9 * double(cores));
+  // The unit whose peak mfu divides by: every linear kernel (f32, bf16, f16 and Q8_0
+  // weights alike) widens to f32 and multiplies with fp32 FMA (bench peak lists the units).
+  j["mfu_unit"] = "fp32_fma";
   j["mbu"] = itl.empty() ? 0.0 : bytes / (median(itl) * median(read_gbps) * 1e9);
   j["peak_rss_bytes"] = peak_rss_bytes();  // rank 0's
   j["rss_bytes"] = current_rss_bytes();     // rank 0's, after the timed requests

@@ -11,6 +11,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/peak.h"
+#include "kernels/peak_units.h"
 
 namespace cpinfer {
 
@@ -31,6 +32,7 @@ int run_peak(const PeakArgs& a) {
   o.repeats = a.repeats;
   o.read_bytes = a.read_mib << 20;
   PeakResult r = measure_peak(global_pool(), o);
+  const std::vector<UnitPeak> units = measure_unit_peaks(o.seconds, o.repeats);
   if (a.json) {
     nlohmann::json j;
     j["isa"] = std::string(isa_name(r.isa));
@@ -41,6 +43,16 @@ int run_peak(const PeakArgs& a) {
     j["read_gbps_all_threads"] = r.read_gbps_nt;
     j["read_gbps_per_thread_all_threads"] = r.read_gbps_nt / r.threads;
     j["repeats"] = o.repeats;
+    // Every unit: present or not; G operations/s of one thread where measured (a
+    // multiply-add counts 2), else null and the reason.
+    for (const UnitPeak& u : units) {
+      nlohmann::json e;
+      e["present"] = u.present;
+      e["instruction"] = u.instruction;
+      e["gops_per_thread"] = u.measured ? nlohmann::json(u.gops_1t) : nlohmann::json(nullptr);
+      if (!u.note.empty()) e["note"] = u.note;
+      j["units"][u.name] = e;
+    }
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("isa %s\n", std::string(isa_name(r.isa)).c_str());
@@ -48,6 +60,13 @@ int run_peak(const PeakArgs& a) {
     std::printf("fp32 FMA %3d threads: %8.1f GFLOP/s per thread\n", r.threads, r.fma_gflops_nt);
     std::printf("DRAM read  1 thread : %8.1f GB/s\n", r.read_gbps_1t);
     std::printf("DRAM read %3d threads: %8.1f GB/s in all\n", r.threads, r.read_gbps_nt);
+    for (const UnitPeak& u : units) {
+      if (u.measured)
+        std::printf("%-14s 1 thread : %8.1f G ops/s (%s)\n", u.name.c_str(), u.gops_1t,
+                    u.instruction.c_str());
+      else
+        std::printf("%-14s %s\n", u.name.c_str(), u.note.c_str());
+    }
   }
   return 0;
 }
@@ -56,7 +75,7 @@ int run_peak(const PeakArgs& a) {
 
 void register_bench_peak(CLI::App& bench, CommandAction* action) {
   auto a = std::make_shared<PeakArgs>();
-  auto* cmd = bench.add_subcommand("peak", "Measure fp32 FMA and DRAM read peaks per thread");
+  auto* cmd = bench.add_subcommand("peak", "Measure fp32 FMA, bf16/fp16/int8 dot-product units and DRAM read peaks per thread");
   cmd->add_option("--threads", a->threads, "Threads for the all-threads figures (default: all)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--seconds", a->seconds, "Seconds per measurement")

@@ -57,6 +57,28 @@ done
   >"$TMP/peak.json" || fail "bench peak"
 check_json "$TMP/peak.json" fma_gflops_per_thread read_gbps_per_thread read_gbps_all_threads \
   threads isa || fail "peak JSON fields"
+# Every unit is listed; a unit /proc/cpuinfo reports is present (measured unless AMX), an
+# unlisted one absent with a reason; fp32 FMA agrees with the top-level figure within 25%.
+node -e '
+  const fs = require("fs");
+  const j = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+  const flags = new Set((fs.readFileSync("/proc/cpuinfo", "utf8").match(/^flags\s*:(.*)$/m) || ["", ""])[1].trim().split(/\s+/));
+  const avx512 = flags.has("avx512f") && flags.has("avx512bw") && flags.has("avx512vl") && flags.has("avx512dq");
+  const want = {fp32_fma: true, bf16_dot: avx512 && flags.has("avx512_bf16"), fp16_fma: avx512 && flags.has("avx512_fp16"),
+                int8_vnni512: avx512 && flags.has("avx512_vnni"), int8_avx_vnni: flags.has("avx2") && flags.has("avx_vnni"),
+                amx_bf16: flags.has("amx_bf16"), amx_int8: flags.has("amx_int8")};
+  for (const [u, present] of Object.entries(want)) {
+    const e = j.units[u];
+    if (!e) throw new Error("unit " + u + " missing");
+    if (e.present !== present) throw new Error(u + ": present " + e.present + ", /proc/cpuinfo says " + present);
+    const measurable = present && !u.startsWith("amx");
+    if (measurable !== (typeof e.gops_per_thread === "number" && e.gops_per_thread > 0))
+      throw new Error(u + ": gops_per_thread " + e.gops_per_thread);
+    if (!measurable && !e.note) throw new Error(u + ": no reason given");
+  }
+  const r = j.units.fp32_fma.gops_per_thread / j.fma_gflops_per_thread;
+  if (r < 0.75 || r > 1.33) throw new Error("fp32_fma " + j.units.fp32_fma.gops_per_thread + " vs " + j.fma_gflops_per_thread);
+' "$TMP/peak.json" || fail "peak units"
 
 # Errors name the bad value.
 if "$CPINFER" bench attention --mode sideways 2>"$TMP/err.txt"; then fail "bad --mode accepted"; fi
