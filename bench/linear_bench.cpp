@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -24,6 +25,11 @@
 #include "core/thread_pool.h"
 #include "kernels/linear.h"
 #include "kernels/linear_impl.h"
+
+#ifdef CPINFER_HAVE_DNNL
+#include <dnnl.hpp>
+extern "C" void omp_set_num_threads(int);  // libgomp, oneDNN's threading runtime here
+#endif
 
 namespace cpinfer {
 namespace {
@@ -94,12 +100,79 @@ void BM_linear(benchmark::State& state, Shape shape, DType dtype, int64_t M, int
   linear_impl::force_path(linear_impl::Path::Auto);
 }
 
+#ifdef CPINFER_HAVE_DNNL
+// The same product with oneDNN's matmul: y[M, N] = x[M, K] · W^T, W [N, K] given to oneDNN
+// as its [K, N] weights in "ba" order and reordered once into the layout the primitive
+// chooses (format any: its packed, blocked form), as an engine would at load. f32: x and W
+// f32. bf16: x and W bf16 (x rounded: oneDNN's bf16 matmul takes bf16 sources), y f32.
+// Threads: OpenMP's, set to `threads`.
+void BM_onednn(benchmark::State& state, Shape shape, bool bf16_math, int64_t M, int threads) {
+  using namespace dnnl;
+  using dt = memory::data_type;
+  using tag = memory::format_tag;
+  omp_set_num_threads(threads);
+  const int64_t N = shape.N, K = shape.K;
+  engine eng(engine::kind::cpu, 0);
+  stream s(eng);
+  const dt in = bf16_math ? dt::bf16 : dt::f32;
+  const memory::desc x_md({M, K}, in, tag::ab), w_any({K, N}, in, tag::any),
+      y_md({M, N}, dt::f32, tag::ab), w_user_md({K, N}, dt::f32, tag::ba),
+      x_user_md({M, K}, dt::f32, tag::ab);
+  const matmul::primitive_desc pd(matmul::desc(x_md, w_any, y_md), eng);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+  std::vector<float> w(size_t(N * K)), x(size_t(M * K)), y(size_t(M * N));
+  for (auto& v : w) v = dist(rng);
+  for (auto& v : x) v = dist(rng);
+  memory w_user(w_user_md, eng, w.data()), x_user(x_user_md, eng, x.data());
+  memory w_packed(pd.weights_desc(), eng), x_mem(x_md, eng), y_mem(y_md, eng, y.data());
+  reorder(w_user, w_packed).execute(s, w_user, w_packed);  // once, as at load
+  reorder(x_user, x_mem).execute(s, x_user, x_mem);        // x to bf16 (or copied)
+  const matmul prim(pd);
+  double best = 1e30;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    prim.execute(s, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_packed}, {DNNL_ARG_DST, y_mem}});
+    s.wait();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                              .count());
+  }
+  const double flop = 2.0 * double(M * N * K);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(double(state.iterations()) * flop / 1e9, benchmark::Counter::kIsRate);
+  state.counters["best_GFLOP/s"] = flop / best / 1e9;
+  state.SetLabel(pd.impl_info_str());
+}
+
+void register_onednn() {
+  for (bool bf16_math : {false, true})
+    for (const Shape& s : kShapes)
+      for (int64_t M : {int64_t(64), int64_t(512), int64_t(2048)})
+        for (int threads : {1, 2}) {
+          const std::string name = std::string("onednn/") + (bf16_math ? "bf16" : "f32") + "/" +
+                                   s.name + "/K:" + std::to_string(s.K) + "/N:" +
+                                   std::to_string(s.N) + "/M:" + std::to_string(M) +
+                                   "/threads:" + std::to_string(threads);
+          benchmark::RegisterBenchmark(name.c_str(), BM_onednn, s, bf16_math, M, threads)
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond)
+              ->MinTime(1.0);
+        }
+}
+#endif
+
 void register_all() {
+#ifdef CPINFER_HAVE_DNNL
+  register_onednn();
+#else
+  std::printf("linear_bench: built without oneDNN (apt install libdnnl-dev and reconfigure "
+              "for the onednn/ A/B)\n");
+#endif
   for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Generic}) {
     for (DType dtype : {DType::BF16, DType::F32}) {
       for (const Shape& s : kShapes) {
         for (int64_t M : {int64_t(1), int64_t(4), int64_t(8), int64_t(16), int64_t(32), int64_t(64), int64_t(128), int64_t(256),
-                          int64_t(512)}) {
+                          int64_t(512), int64_t(2048)}) {
           for (int threads : {1, 2}) {
             for (bool cold : {true, false}) {
               if (M > 1 && !cold) continue;  // prefill reuses W from L2 anyway
