@@ -36,7 +36,7 @@ namespace cpinfer {
 namespace {
 
 struct ServeArgs {
-  std::string model, model_positional, kv_dtype = "f32";
+  std::string model, model_positional, kv_dtype = "f32", generation_config = "auto";
   bool no_overlap_comm = false;
   std::string overlap_comm = "auto";
   ServerOptions server;
@@ -179,6 +179,15 @@ int run_serve(ServeArgs a) {
   a.server.model_dir = a.model;
   if (a.server.served_model_name.empty()) a.server.served_model_name = a.model;
   a.server.http_threads = int(std::max<int64_t>(64, a.max_num_seqs + 16));
+  a.server.sampling_defaults = a.generation_config == "auto"
+                                   ? with_generation_defaults(openai_sampling_defaults(),
+                                                              config.generation)
+                                   : openai_sampling_defaults();
+  CPI_LOG_INFO("sampling defaults of requests that omit them ({}): {}",
+               a.generation_config == "auto"
+                   ? "--generation-config auto: the model's generation_config.json over OpenAI's"
+                   : "--generation-config vllm: OpenAI's",
+               describe_sampling_defaults(a.server.sampling_defaults));
   ApiServer server(engine, tok, chat.get(), a.server);
   const int port = server.bind();
   watch_stop_signal(engine);
@@ -246,6 +255,11 @@ void register_serve(CLI::App& app, CommandAction* action) {
   cmd->add_flag("--no-overlap-comm", a->no_overlap_comm, "The same as --overlap-comm off");
   cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
       ->capture_default_str();
+  cmd->add_option("--generation-config", a->generation_config,
+                  "Sampling defaults of requests that omit them: auto (the model's "
+                  "generation_config.json: temperature, top_p, top_k, min_p, "
+                  "repetition_penalty) or vllm (OpenAI's: temperature 1, nothing else)")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "vllm"}));
   cmd->add_option("--max-request-body-bytes", a->server.max_body_bytes,
                   "Larger request bodies are refused with 413")
       ->capture_default_str();
