@@ -34,7 +34,7 @@ namespace {
 
 struct GenerateArgs {
   std::string model, prompt, prompt_ids, prompt_file, prompt_ids_file, prefill_chunks,
-      logits_out, kv_dtype = "f32", generation_config = "auto";
+      logits_out, kv_dtype = "auto", generation_config = "auto";
   int64_t max_tokens = 64, top_k = 0, prefill_chunk = 2048;
   float temperature = 0.f, top_p = 1.f, min_p = 0.f, repetition_penalty = 1.f,
         presence_penalty = 0.f, frequency_penalty = 0.f;
@@ -181,7 +181,7 @@ int run_generate(const GenerateArgs& a) {
 
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
-  ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
+  ro.kv_dtype = resolve_kv_dtype(a.kv_dtype, rm.config.torch_dtype);
   // Room for the longest request; each one releases its pages when it ends.
   ro.max_cache_tokens = 0;
   for (const GenerateRequest& req : reqs)
@@ -193,10 +193,10 @@ int run_generate(const GenerateArgs& a) {
     return 0;
   }
   CPI_LOG_INFO("loaded {} ({} layers) in {:.2f}s; {} ranks (tp {} pcp {} dcp {}), {} threads "
-               "per rank; {} prompt(s), the first {} tokens",
+               "per rank; {} prompt(s), the first {} tokens; KV cache {}",
                a.model, runner.config().num_layers, runner.load_seconds(), comm.size(),
                a.layout.tp, a.layout.pcp, a.layout.dcp, pool.size(), reqs.size(),
-               reqs[0].prompt.size());
+               reqs[0].prompt.size(), dtype_name(ro.kv_dtype));
   CPI_LOG_INFO("sampling ({}): {}, presence_penalty {}, frequency_penalty {}",
                a.generation_config == "auto"
                    ? "--generation-config auto: the model's generation_config.json for the "
@@ -284,7 +284,9 @@ void register_generate(CLI::App& app, CommandAction* action) {
   add_layout_flags(cmd, &a->layout, &a->threads_per_rank);
   cmd->add_option("--threads", a->threads_per_rank, "Alias of --threads-per-rank")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
+  cmd->add_option("--kv-cache-dtype", a->kv_dtype,
+                  "KV-cache storage: auto (the model's dtype: bf16 for a bfloat16 checkpoint, "
+                  "else f32), f32, bf16")
       ->capture_default_str();
   auto* chunk = cmd->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step")
       ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 20));

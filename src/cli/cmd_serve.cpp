@@ -36,7 +36,7 @@ namespace cpinfer {
 namespace {
 
 struct ServeArgs {
-  std::string model, model_positional, kv_dtype = "f32", generation_config = "auto";
+  std::string model, model_positional, kv_dtype = "auto", generation_config = "auto";
   bool no_overlap_comm = false;
   std::string overlap_comm = "auto";
   ServerOptions server;
@@ -51,18 +51,19 @@ struct ServeArgs {
 
 // What the prefix cache's block hashes are salted with: everything besides the token ids
 // that changes the KV of a block (the model's config.json, the KV-cache dtype).
-uint64_t prefix_cache_salt(const std::string& model_dir, const std::string& kv_dtype) {
+uint64_t prefix_cache_salt(const std::string& model_dir, DType kv_dtype) {
   std::ifstream f(model_dir + "/config.json", std::ios::binary);
   std::string config((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return uint64_t(std::hash<std::string>{}(config + '\0' + kv_dtype));
+  return uint64_t(std::hash<std::string>{}(config + '\0' + std::string(dtype_name(kv_dtype))));
 }
 
 // Pages per rank: --num-kv-blocks, or --kv-cache-space GiB of K and V on each rank.
-int64_t pool_pages(const ServeArgs& a, const ModelConfig& c, const ParallelLayout& layout) {
+int64_t pool_pages(const ServeArgs& a, const ModelConfig& c, const ParallelLayout& layout,
+                   DType kv_dtype) {
   if (a.num_kv_blocks > 0) return a.num_kv_blocks;
   const int64_t kv_heads = tp_shard(c, layout).num_kv_heads;
   const int64_t bytes_per_token =
-      2 * c.num_layers * kv_heads * c.head_dim * int64_t(dtype_size(parse_kv_dtype(a.kv_dtype)));
+      2 * c.num_layers * kv_heads * c.head_dim * int64_t(dtype_size(kv_dtype));
   const int64_t pages = int64_t(a.kv_cache_space_gib * double(int64_t(1) << 30)) /
                         (bytes_per_token * a.layout.page_size);
   CPI_CHECK(pages >= 1, "--kv-cache-space {} GiB holds no page of {} tokens", a.kv_cache_space_gib,
@@ -134,8 +135,8 @@ int run_serve(ServeArgs a) {
 
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
-  ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
-  ro.num_pages = pool_pages(a, config, layout);
+  ro.kv_dtype = resolve_kv_dtype(a.kv_dtype, config.torch_dtype);
+  ro.num_pages = pool_pages(a, config, layout, ro.kv_dtype);
   ro.overlap_comm = a.no_overlap_comm ? OverlapMode::Off : parse_overlap_mode(a.overlap_comm);
   ModelRunner runner(a.model, ro, pool, &layout, &comm);
   StepExecutor exec(runner, &comm);
@@ -161,7 +162,7 @@ int run_serve(ServeArgs a) {
   eo.scheduler.chunked_prefill = a.chunked_prefill;
   eo.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
   eo.prefix_cache.enabled = a.prefix_caching;
-  eo.prefix_cache.salt = prefix_cache_salt(a.model, a.kv_dtype);
+  eo.prefix_cache.salt = prefix_cache_salt(a.model, ro.kv_dtype);
   if (!eo.scheduler.chunked_prefill && !a.batched_tokens_given) {
     // Every prompt must fit in one step: the budget grows to the max model length.
     const int64_t capacity = ro.num_pages * ro.page_size * runner.cp_layout().world();
@@ -193,11 +194,12 @@ int run_serve(ServeArgs a) {
   watch_stop_signal(engine);
   server.start();
   CPI_LOG_INFO("serving '{}' ({} layers; {} ranks: tp {} pcp {} dcp {}; {} threads per rank); "
-               "max model len {}, KV {} pages of {} tokens per rank, max {} tokens and {} "
+               "max model len {}, KV {} pages of {} tokens per rank ({}), max {} tokens and {} "
                "sequences per step, chunked prefill {}, prefix caching {}",
                a.server.served_model_name, config.num_layers, comm.size(), a.layout.tp,
                a.layout.pcp, a.layout.dcp, pool.size(), engine.options().max_model_len,
-               ro.num_pages, ro.page_size, engine.options().scheduler.max_num_batched_tokens,
+               ro.num_pages, ro.page_size, dtype_name(ro.kv_dtype),
+               engine.options().scheduler.max_num_batched_tokens,
                engine.options().scheduler.max_num_seqs,
                engine.options().scheduler.chunked_prefill ? "on" : "off",
                engine.options().prefix_cache.enabled ? "on" : "off");
@@ -253,7 +255,9 @@ void register_serve(CLI::App& app, CommandAction* action) {
                   "tokens: auto (when the PCP group spans hosts), on, off")
       ->capture_default_str()->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--no-overlap-comm", a->no_overlap_comm, "The same as --overlap-comm off");
-  cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
+  cmd->add_option("--kv-cache-dtype", a->kv_dtype,
+                  "KV-cache storage: auto (the model's dtype: bf16 for a bfloat16 checkpoint, "
+                  "else f32), f32, bf16")
       ->capture_default_str();
   cmd->add_option("--generation-config", a->generation_config,
                   "Sampling defaults of requests that omit them: auto (the model's "

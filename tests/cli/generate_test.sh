@@ -92,6 +92,16 @@ done
 mp=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 24 --ignore-eos --json --generation-config vllm --temperature 1.5 --seed 3 --min-p 1 2>/dev/null | tail -n 1)
 [[ "$(tok "$mp")" == "$(tok "$plain")" ]] || fail "--min-p 1 is not greedy: $(tok "$mp") vs $(tok "$plain")"
 
+# --kv-cache-dtype auto is the model's dtype: bf16 for a bf16 checkpoint (half the KV bytes
+# of f32), f32 for the f32 one above.
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype bf16 --seed 3 --out "$TMP/tiny-bf16" 2>/dev/null
+kvb() { "$CPINFER" generate --model "$1" --prompt-ids 1,2,3 --max-tokens 2 --ignore-eos --json "${@:2}" 2>/dev/null | tail -n 1 |
+  node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).kv_bytes_per_rank))'; }
+b_auto=$(kvb "$TMP/tiny-bf16") b_f32=$(kvb "$TMP/tiny-bf16" --kv-cache-dtype f32) b_bf16=$(kvb "$TMP/tiny-bf16" --kv-cache-dtype bf16)
+[[ $b_auto == "$b_bf16" && $((2 * b_bf16)) == "$b_f32" ]] || fail "bf16 model: KV bytes auto $b_auto, bf16 $b_bf16, f32 $b_f32"
+f_auto=$(kvb "$TMP/tiny") f_f32=$(kvb "$TMP/tiny" --kv-cache-dtype f32)
+[[ $f_auto == "$f_f32" ]] || fail "f32 model: KV bytes auto $f_auto, f32 $f_f32"
+
 # --prompt-ids-file: several prompts one after another in one process (a blank line is
 # skipped), each answering bit for bit as in a process of its own: the same JSON line
 # fields, the same token ids, the same logits bytes (--logits-out F -> F.N); with
