@@ -116,14 +116,18 @@ const greedy = { temperature: 0, max_tokens: 24, ignore_eos: true };
   const plain = { temperature: 0, max_tokens: 24, ignore_eos: true, repetition_penalty: 1 };
   const text = async (extra, prompt = ids(12, 9)) =>
     (await client.completions.create({ model, prompt, ...plain, ...extra })).choices[0].text;
+  // The server's /tokenize of a text (no special tokens): its token ids.
+  const tokenize = async (prompt) => (await (await fetch(`${baseURL}/tokenize`, {
+    method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model, prompt, add_special_tokens: false }) })).json()).tokens;
   const base = await text({});
-  // logit_bias +100 on one id forces it under greedy: the id of " hello" (/tokenize), 24 times.
-  const tk = await (await fetch(`${baseURL}/tokenize`, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ model, prompt: ' hello', add_special_tokens: false }) })).json();
-  check(tk.tokens?.length === 1, `" hello" is one token: ${JSON.stringify(tk)}`);
-  const forced = await text({ logit_bias: { [String(tk.tokens[0])]: 100 } });
+  // logit_bias +100 on one id forces it under greedy: the id of " hello", 24 times.
+  const hello = await tokenize(' hello');
+  check(hello?.length === 1, `" hello" is one token: ${JSON.stringify(hello)}`);
+  const forced = await text({ logit_bias: { [String(hello[0])]: 100 } });
   check(forced === ' hello'.repeat(24), `logit_bias +100 forces the token: ${JSON.stringify(forced.slice(0, 60))}`);
   // -100 on every id greedy chose removes them all: the answer changes.
-  const baseIds = (await (await fetch(`${baseURL}/tokenize`, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ model, prompt: base, add_special_tokens: false }) })).json()).tokens;
+  const baseIds = await tokenize(base);
   const banned = await text({ logit_bias: Object.fromEntries(baseIds.map((t) => [String(t), -100])) });
   check(banned !== base, 'logit_bias -100 on the greedy tokens changes the answer');
   // The greedy continuation of this prompt repeats itself; each penalty changes it.
@@ -132,13 +136,13 @@ const greedy = { temperature: 0, max_tokens: 24, ignore_eos: true };
   // repetition_penalty 100 under greedy never picks a token already in the answer (nor the
   // prompt's): the answer's tokens are all distinct.
   const rp = await text({ repetition_penalty: 100 });
-  const rpIds = (await (await fetch(`${baseURL}/tokenize`, { method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ model, prompt: rp, add_special_tokens: false }) })).json()).tokens;
+  const rpIds = await tokenize(rp);
   check(new Set(rpIds).size >= 20, `repetition_penalty 100: ${rpIds.length} tokens, ${new Set(rpIds).size} distinct`);
   // min_p 1 keeps only the most likely token: sampling at temperature 1.5 is greedy.
   check(await text({ temperature: 1.5, seed: 4, min_p: 1 }) === base, 'min_p 1 samples the greedy answer');
   // Chat takes them too.
   const c = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hi' }], ...plain, max_tokens: 4,
-    presence_penalty: 0.5, frequency_penalty: 0.5, min_p: 0.1, logit_bias: { [String(tk.tokens[0])]: 100 } });
+    presence_penalty: 0.5, frequency_penalty: 0.5, min_p: 0.1, logit_bias: { [String(hello[0])]: 100 } });
   check(c.choices[0].message.content === ' hello'.repeat(4), `chat logit_bias: ${JSON.stringify(c.choices[0].message.content)}`);
 }
 // ---- generation_config.json defaults (the model's: temperature 0.7, top_p 0.8, top_k 20,
