@@ -26,11 +26,11 @@ done >"$OUT/prompt.txt"
 
 echo "== one rank"
 ./build/cpinfer generate --model "$MODEL" --prompt-file "$OUT/prompt.txt" \
-  --max-tokens "$MAX_TOKENS" --ignore-eos --json >"$OUT/single.out"
+  --max-tokens "$MAX_TOKENS" --ignore-eos --generation-config vllm --json >"$OUT/single.out"
 echo "== context parallel: $LAYOUT"
 # shellcheck disable=SC2086
 ./build/cpinfer generate --model "$MODEL" --prompt-file "$OUT/prompt.txt" \
-  --max-tokens "$MAX_TOKENS" --ignore-eos --json $LAYOUT >"$OUT/cp.out"
+  --max-tokens "$MAX_TOKENS" --ignore-eos --generation-config vllm --json $LAYOUT >"$OUT/cp.out"
 
 node -e '
 const fs = require("fs");

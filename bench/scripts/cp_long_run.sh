@@ -36,7 +36,7 @@ run() {  # run NAME layout-flags...
   local name=$1; shift
   /usr/bin/time -f "%e s wall, %M KB max RSS (rank 0's process tree: mpirun's)" \
     "$CPINFER" generate --model "$M" --prompt-file "$TMP/prompt.txt" --max-tokens 4 --ignore-eos \
-    --json --logits-out "$TMP/$name.bin" "$@" >"$TMP/$name.json" 2>"$TMP/$name.err"
+    --generation-config vllm --kv-cache-dtype f32 --json --logits-out "$TMP/$name.bin" "$@" >"$TMP/$name.json" 2>"$TMP/$name.err"
   tail -1 "$TMP/$name.err"
   node -e 'const j=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8").trim().split("\n").pop());
     console.log(JSON.stringify({run: process.argv[2], prompt_tokens: j.prompt_tokens, ttft_s: j.ttft_s,

@@ -22,12 +22,12 @@ V=$(node -e 'console.log(require(process.argv[1]).vocab_size)' "$PWD/$MODEL/conf
 prompt=$(node -e 'let x=7, a=[]; for (let i=0;i<32;i++){x=(x*1103515245+12345)%2147483648; a.push(x%150000);} console.log(a.join(","))')
 
 for q in none int8; do
-  "$CPINFER" generate --model "$MODEL" --prompt-ids "$prompt" --max-tokens "$STEPS" --ignore-eos \
+  "$CPINFER" generate --model "$MODEL" --prompt-ids "$prompt" --max-tokens "$STEPS" --ignore-eos --generation-config vllm \
     --json --quantization "$q" 2>/dev/null | tail -1 >"$TMP/free-$q.json"
 done
 forced=$(node -e 'const j=JSON.parse(require("fs").readFileSync(process.argv[2],"utf8")); console.log([...process.argv[1].split(","), ...j.token_ids.slice(0, -1)].join(","))' "$prompt" "$TMP/free-none.json")
 for q in none int8; do
-  "$CPINFER" generate --model "$MODEL" --prompt-ids "$forced" --max-tokens 1 --json \
+  "$CPINFER" generate --model "$MODEL" --prompt-ids "$forced" --max-tokens 1 --json --generation-config vllm \
     --quantization "$q" --prompt-logits-out "$TMP/forced-$q.bin" 2>/dev/null | tail -1 >"$TMP/forced-$q.json"
 done
 # Row 31 (after the 32-token prompt) predicts generated token 0, ..., row 31 + 255 token 255.

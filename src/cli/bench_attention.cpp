@@ -25,6 +25,7 @@
 #include "attention/kv_cache.h"
 #include "attention/page_pool.h"
 #include "cli/commands.h"
+#include "cli/rank_setup.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -167,10 +168,7 @@ int run_bench_attention(const AttnArgs& a) {
             "--kernel '{}' is not flash or reference", a.kernel);
   CPI_CHECK(a.bf16_math == "dot" || a.bf16_math == "exact",
             "--bf16-math '{}' is not dot or exact", a.bf16_math);
-  DType dtype = DType::F32;
-  if (a.kv_dtype == "bf16") dtype = DType::BF16;
-  else CPI_CHECK(a.kv_dtype == "f32" || a.kv_dtype == "auto",
-                 "--kv-cache-dtype '{}' is not one of auto, f32, bf16", a.kv_dtype);
+  const DType dtype = resolve_kv_dtype(a.kv_dtype, "");  // no model: auto is f32
   CPI_CHECK(a.num_kv_heads > 0 && a.num_q_heads % a.num_kv_heads == 0,
             "--num-q-heads {} is not a multiple of --num-kv-heads {}", a.num_q_heads,
             a.num_kv_heads);

@@ -197,7 +197,7 @@ int run_latency(const LatencyArgs& a) {
   const ParallelLayout& layout = rm.layout;
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
-  ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
+  ro.kv_dtype = resolve_kv_dtype(a.kv_dtype, config.torch_dtype);
   ro.quantization = parse_weight_quantization(a.quantization);
   ro.max_cache_tokens = a.input_len + a.output_len;
   ro.overlap_comm = a.no_overlap_comm ? OverlapMode::Off : parse_overlap_mode(a.overlap_comm);
@@ -296,7 +296,7 @@ int run_latency(const LatencyArgs& a) {
   j["kv_bytes_per_rank"] = cp.local_len(cached, 0) * runner.kv_bytes_per_local_token();
   // What this rank would hold with the same TP but no context parallelism (W = 1).
   j["kv_bytes_without_cp"] = cached * runner.kv_bytes_per_local_token();
-  j["kv_cache_dtype"] = a.kv_dtype;
+  j["kv_cache_dtype"] = ro.kv_dtype == DType::BF16 ? "bf16" : "f32";  // auto resolved
   j["quantization"] = a.quantization;
   j["prefill_flops"] = flops;
   j["decode_bytes_per_token"] = bytes;
@@ -355,7 +355,8 @@ void register_bench_latency(CLI::App& bench, CommandAction* action) {
   cmd->add_option("--warmup", a->warmup, "Untimed requests first")->capture_default_str()
       ->check(CLI::Range(0, 100));
   cmd->add_option("--seed", a->seed, "Seed of the random prompts")->capture_default_str();
-  cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
+  cmd->add_option("--kv-cache-dtype", a->kv_dtype,
+                  "KV-cache storage: f32, bf16 or auto (the model's dtype, as serve)")
       ->capture_default_str();
   add_quantization_flag(cmd, &a->quantization);
   cmd->add_flag("--json", a->json, "One JSON line");

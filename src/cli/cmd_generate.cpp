@@ -34,10 +34,14 @@ namespace {
 
 struct GenerateArgs {
   std::string model, prompt, prompt_ids, prompt_file, prompt_ids_file, prefill_chunks,
-      logits_out, prompt_logits_out, kv_dtype = "f32";
+      logits_out, prompt_logits_out, kv_dtype = "auto", generation_config = "auto";
   int64_t max_tokens = 64, top_k = 0, prefill_chunk = 2048;
-  float temperature = 0.f, top_p = 1.f;
+  float temperature = 0.f, top_p = 1.f, min_p = 0.f, repetition_penalty = 1.f,
+        presence_penalty = 0.f, frequency_penalty = 0.f;
   uint64_t seed = 0;
+  // Which of the sampling flags generation_config.json may default were given.
+  bool given_temperature = false, given_top_p = false, given_top_k = false,
+       given_min_p = false, given_repetition_penalty = false;
   int threads_per_rank = 0;
   std::string quantization = "none";
   bool json = false, ignore_eos = false;
@@ -67,14 +71,39 @@ std::vector<std::vector<int32_t>> read_prompts(const GenerateArgs& a, const Toke
   return prompts;
 }
 
+// The sampling parameters: the flags given; for those not given, the model's
+// generation_config.json values under --generation-config auto, else the flags' defaults
+// (greedy, no top_p / top_k / min_p, no penalty).
+SamplingParams sampling_params(const GenerateArgs& a, const ModelConfig& c) {
+  SamplingParams d;
+  d.temperature = a.temperature;
+  d.top_p = a.top_p;
+  d.top_k = a.top_k;
+  d.min_p = a.min_p;
+  d.repetition_penalty = a.repetition_penalty;
+  if (a.generation_config == "auto") {
+    const SamplingParams f = with_generation_defaults(d, c.generation);
+    if (!a.given_temperature) d.temperature = f.temperature;
+    if (!a.given_top_p) d.top_p = f.top_p;
+    if (!a.given_top_k) d.top_k = f.top_k;
+    if (!a.given_min_p) d.min_p = f.min_p;
+    if (!a.given_repetition_penalty) d.repetition_penalty = f.repetition_penalty;
+  }
+  d.presence_penalty = a.presence_penalty;
+  d.frequency_penalty = a.frequency_penalty;
+  d.seed = a.seed;
+  return d;
+}
+
 // Every rank builds the same requests (the tokenizer is deterministic), so all ranks size
 // their caches alike without a broadcast.
-GenerateRequest build_request(const GenerateArgs& a, std::vector<int32_t> prompt) {
+GenerateRequest build_request(const GenerateArgs& a, const SamplingParams& sampling,
+                              std::vector<int32_t> prompt) {
   GenerateRequest req;
   req.prompt = std::move(prompt);
   CPI_CHECK(!req.prompt.empty(), "the prompt is empty: it encodes to zero tokens");
   req.max_tokens = a.max_tokens;
-  req.sampling = {a.temperature, a.top_p, a.top_k, a.seed};
+  req.sampling = sampling;
   req.ignore_eos = a.ignore_eos;
   req.keep_logits = !a.logits_out.empty();
   req.keep_prompt_logits = !a.prompt_logits_out.empty();
@@ -132,8 +161,10 @@ int run_generate(const GenerateArgs& a) {
   const ParallelLayout& layout = rm.layout;
   ThreadPool& pool = global_pool();
   Tokenizer tok = Tokenizer::from_file(a.model + "/tokenizer.json");
+  const SamplingParams sampling = sampling_params(a, rm.config);
   std::vector<GenerateRequest> reqs;
-  for (auto& prompt : read_prompts(a, tok)) reqs.push_back(build_request(a, std::move(prompt)));
+  for (auto& prompt : read_prompts(a, tok))
+    reqs.push_back(build_request(a, sampling, std::move(prompt)));
   const bool several = !a.prompt_ids_file.empty();
   if (!a.prefill_chunks.empty()) {  // one per prompt (checked to come with --prompt-ids-file)
     std::vector<int64_t> chunks;
@@ -159,7 +190,7 @@ int run_generate(const GenerateArgs& a) {
 
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
-  ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
+  ro.kv_dtype = resolve_kv_dtype(a.kv_dtype, rm.config.torch_dtype);
   ro.quantization = parse_weight_quantization(a.quantization);
   // Room for the longest request; each one releases its pages when it ends.
   ro.max_cache_tokens = 0;
@@ -172,10 +203,17 @@ int run_generate(const GenerateArgs& a) {
     return 0;
   }
   CPI_LOG_INFO("loaded {} ({} layers) in {:.2f}s; {} ranks (tp {} pcp {} dcp {}), {} threads "
-               "per rank; {} prompt(s), the first {} tokens",
+               "per rank; {} prompt(s), the first {} tokens; KV cache {}",
                a.model, runner.config().num_layers, runner.load_seconds(), comm.size(),
                a.layout.tp, a.layout.pcp, a.layout.dcp, pool.size(), reqs.size(),
-               reqs[0].prompt.size());
+               reqs[0].prompt.size(), dtype_name(ro.kv_dtype));
+  CPI_LOG_INFO("sampling ({}): {}, presence_penalty {}, frequency_penalty {}",
+               a.generation_config == "auto"
+                   ? "--generation-config auto: the model's generation_config.json for the "
+                     "flags not given"
+                   : "--generation-config vllm: the flags and their defaults",
+               describe_sampling_defaults(sampling), sampling.presence_penalty,
+               sampling.frequency_penalty);
 
   // Several prompts with --json: stdout is the JSON lines only (the text is in each line's
   // "text"), so that a script can read one line per prompt.
@@ -224,10 +262,31 @@ void register_generate(CLI::App& app, CommandAction* action) {
   p3->excludes(p4);
   cmd->add_option("--max-tokens", a->max_tokens, "Tokens to generate at most")
       ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 30));
-  cmd->add_option("--temperature", a->temperature, "0 = greedy")->capture_default_str();
-  cmd->add_option("--top-p", a->top_p, "Nucleus sampling mass in (0, 1]")->capture_default_str();
-  cmd->add_option("--top-k", a->top_k, "Sample among the k most likely (0 = off)")
+  auto* temperature =
+      cmd->add_option("--temperature", a->temperature, "0 = greedy")->capture_default_str();
+  auto* top_p = cmd->add_option("--top-p", a->top_p, "Nucleus sampling mass in (0, 1]")
+                    ->capture_default_str();
+  auto* top_k = cmd->add_option("--top-k", a->top_k, "Sample among the k most likely (0 = off)")
+                    ->capture_default_str();
+  auto* min_p = cmd->add_option("--min-p", a->min_p,
+                                "Drop tokens less likely than this times the most likely, in "
+                                "[0, 1] (0 = off)")
+                    ->capture_default_str();
+  auto* repetition = cmd->add_option("--repetition-penalty", a->repetition_penalty,
+                                     "> 0: divide positive logits (multiply negative ones) of "
+                                     "the tokens in the prompt and the output (1 = off)")
+                         ->capture_default_str();
+  cmd->add_option("--presence-penalty", a->presence_penalty,
+                  "In [-2, 2]: subtracted from the logit of every token generated so far")
       ->capture_default_str();
+  cmd->add_option("--frequency-penalty", a->frequency_penalty,
+                  "In [-2, 2]: subtracted from a token's logit once per time it was generated")
+      ->capture_default_str();
+  cmd->add_option("--generation-config", a->generation_config,
+                  "Defaults of --temperature, --top-p, --top-k, --min-p, --repetition-penalty "
+                  "when not given: auto (the model's generation_config.json) or vllm (the "
+                  "defaults shown here)")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "vllm"}));
   cmd->add_option("--seed", a->seed, "Sampling seed")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print a JSON summary as the last stdout line");
   cmd->add_option("--logits-out", a->logits_out,
@@ -239,7 +298,9 @@ void register_generate(CLI::App& app, CommandAction* action) {
   add_layout_flags(cmd, &a->layout, &a->threads_per_rank);
   cmd->add_option("--threads", a->threads_per_rank, "Alias of --threads-per-rank")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
+  cmd->add_option("--kv-cache-dtype", a->kv_dtype,
+                  "KV-cache storage: auto (the model's dtype: bf16 for a bfloat16 checkpoint, "
+                  "else f32), f32, bf16")
       ->capture_default_str();
   add_quantization_flag(cmd, &a->quantization);
   auto* chunk = cmd->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step")
@@ -248,7 +309,12 @@ void register_generate(CLI::App& app, CommandAction* action) {
                                  "With --prompt-ids-file: each prompt's --prefill-chunk, in "
                                  "file order, e.g. 1,7,256");
   chunks->excludes(p1, p2, p3, chunk);
-  cmd->callback([a, action, p1, p2, p3, p4] {
+  cmd->callback([a, action, p1, p2, p3, p4, temperature, top_p, top_k, min_p, repetition] {
+    a->given_temperature = temperature->count() > 0;
+    a->given_top_p = top_p->count() > 0;
+    a->given_top_k = top_k->count() > 0;
+    a->given_min_p = min_p->count() > 0;
+    a->given_repetition_penalty = repetition->count() > 0;
     CPI_CHECK(p1->count() + p2->count() + p3->count() + p4->count() == 1,
               "generate needs exactly one of --prompt, --prompt-ids, --prompt-file, "
               "--prompt-ids-file");

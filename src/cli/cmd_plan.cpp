@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/rank_setup.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -166,9 +167,8 @@ std::string layout_name(const LayoutChoice& l) {
 int run_plan(const PlanArgs& a) {
   CPI_CHECK(a.context_len >= 1, "--context-len must be >= 1, found {}", a.context_len);
   const ModelConfig c = load_model_config(a.model);
-  CPI_CHECK(a.kv_dtype == "auto" || a.kv_dtype == "f32" || a.kv_dtype == "bf16",
-            "--kv-cache-dtype '{}' is not one of auto, f32, bf16", a.kv_dtype);
-  const int64_t kv_bytes = a.kv_dtype == "bf16" ? 2 : 4;  // auto: f32, as serve's default
+  // auto: the model's dtype, as serve and generate resolve it.
+  const int64_t kv_bytes = int64_t(dtype_size(resolve_kv_dtype(a.kv_dtype, c.torch_dtype)));
   MachineSpec m;
   m.hosts = a.hosts;
   m.cores_per_host = a.cores_per_host > 0 ? a.cores_per_host : available_cpus();

@@ -36,7 +36,7 @@ namespace cpinfer {
 namespace {
 
 struct ServeArgs {
-  std::string model, model_positional, kv_dtype = "f32";
+  std::string model, model_positional, kv_dtype = "auto", generation_config = "auto";
   bool no_overlap_comm = false;
   std::string overlap_comm = "auto";
   std::string quantization = "none";
@@ -51,20 +51,23 @@ struct ServeArgs {
 };
 
 // What the prefix cache's block hashes are salted with: everything besides the token ids
-// that changes the KV of a block (the model's config.json; `variant`: the KV-cache dtype and
-// the weight quantization).
-uint64_t prefix_cache_salt(const std::string& model_dir, const std::string& variant) {
+// that changes the KV of a block (the model's config.json, the KV-cache dtype, the weight
+// quantization).
+uint64_t prefix_cache_salt(const std::string& model_dir, DType kv_dtype,
+                           const std::string& quantization) {
   std::ifstream f(model_dir + "/config.json", std::ios::binary);
   std::string config((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return uint64_t(std::hash<std::string>{}(config + '\0' + variant));
+  return uint64_t(std::hash<std::string>{}(config + '\0' + std::string(dtype_name(kv_dtype)) +
+                                           '\0' + quantization));
 }
 
 // Pages per rank: --num-kv-blocks, or --kv-cache-space GiB of K and V on each rank.
-int64_t pool_pages(const ServeArgs& a, const ModelConfig& c, const ParallelLayout& layout) {
+int64_t pool_pages(const ServeArgs& a, const ModelConfig& c, const ParallelLayout& layout,
+                   DType kv_dtype) {
   if (a.num_kv_blocks > 0) return a.num_kv_blocks;
   const int64_t kv_heads = tp_shard(c, layout).num_kv_heads;
   const int64_t bytes_per_token =
-      2 * c.num_layers * kv_heads * c.head_dim * int64_t(dtype_size(parse_kv_dtype(a.kv_dtype)));
+      2 * c.num_layers * kv_heads * c.head_dim * int64_t(dtype_size(kv_dtype));
   const int64_t pages = int64_t(a.kv_cache_space_gib * double(int64_t(1) << 30)) /
                         (bytes_per_token * a.layout.page_size);
   CPI_CHECK(pages >= 1, "--kv-cache-space {} GiB holds no page of {} tokens", a.kv_cache_space_gib,
@@ -136,9 +139,9 @@ int run_serve(ServeArgs a) {
 
   RunnerOptions ro;
   ro.page_size = a.layout.page_size;
-  ro.kv_dtype = parse_kv_dtype(a.kv_dtype);
+  ro.kv_dtype = resolve_kv_dtype(a.kv_dtype, config.torch_dtype);
   ro.quantization = parse_weight_quantization(a.quantization);
-  ro.num_pages = pool_pages(a, config, layout);
+  ro.num_pages = pool_pages(a, config, layout, ro.kv_dtype);
   ro.overlap_comm = a.no_overlap_comm ? OverlapMode::Off : parse_overlap_mode(a.overlap_comm);
   ModelRunner runner(a.model, ro, pool, &layout, &comm);
   StepExecutor exec(runner, &comm);
@@ -164,7 +167,7 @@ int run_serve(ServeArgs a) {
   eo.scheduler.chunked_prefill = a.chunked_prefill;
   eo.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
   eo.prefix_cache.enabled = a.prefix_caching;
-  eo.prefix_cache.salt = prefix_cache_salt(a.model, a.kv_dtype + '\0' + a.quantization);
+  eo.prefix_cache.salt = prefix_cache_salt(a.model, ro.kv_dtype, a.quantization);
   if (!eo.scheduler.chunked_prefill && !a.batched_tokens_given) {
     // Every prompt must fit in one step: the budget grows to the max model length.
     const int64_t capacity = ro.num_pages * ro.page_size * runner.cp_layout().world();
@@ -182,16 +185,26 @@ int run_serve(ServeArgs a) {
   a.server.model_dir = a.model;
   if (a.server.served_model_name.empty()) a.server.served_model_name = a.model;
   a.server.http_threads = int(std::max<int64_t>(64, a.max_num_seqs + 16));
+  a.server.sampling_defaults = a.generation_config == "auto"
+                                   ? with_generation_defaults(openai_sampling_defaults(),
+                                                              config.generation)
+                                   : openai_sampling_defaults();
+  CPI_LOG_INFO("sampling defaults of requests that omit them ({}): {}",
+               a.generation_config == "auto"
+                   ? "--generation-config auto: the model's generation_config.json over OpenAI's"
+                   : "--generation-config vllm: OpenAI's",
+               describe_sampling_defaults(a.server.sampling_defaults));
   ApiServer server(engine, tok, chat.get(), a.server);
   const int port = server.bind();
   watch_stop_signal(engine);
   server.start();
   CPI_LOG_INFO("serving '{}' ({} layers; {} ranks: tp {} pcp {} dcp {}; {} threads per rank); "
-               "max model len {}, KV {} pages of {} tokens per rank, max {} tokens and {} "
+               "max model len {}, KV {} pages of {} tokens per rank ({}), max {} tokens and {} "
                "sequences per step, chunked prefill {}, prefix caching {}",
                a.server.served_model_name, config.num_layers, comm.size(), a.layout.tp,
                a.layout.pcp, a.layout.dcp, pool.size(), engine.options().max_model_len,
-               ro.num_pages, ro.page_size, engine.options().scheduler.max_num_batched_tokens,
+               ro.num_pages, ro.page_size, dtype_name(ro.kv_dtype),
+               engine.options().scheduler.max_num_batched_tokens,
                engine.options().scheduler.max_num_seqs,
                engine.options().scheduler.chunked_prefill ? "on" : "off",
                engine.options().prefix_cache.enabled ? "on" : "off");
@@ -247,9 +260,16 @@ void register_serve(CLI::App& app, CommandAction* action) {
                   "tokens: auto (when the PCP group spans hosts), on, off")
       ->capture_default_str()->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--no-overlap-comm", a->no_overlap_comm, "The same as --overlap-comm off");
-  cmd->add_option("--kv-cache-dtype", a->kv_dtype, "KV-cache storage: auto|f32|bf16")
+  cmd->add_option("--kv-cache-dtype", a->kv_dtype,
+                  "KV-cache storage: auto (the model's dtype: bf16 for a bfloat16 checkpoint, "
+                  "else f32), f32, bf16")
       ->capture_default_str();
   add_quantization_flag(cmd, &a->quantization);
+  cmd->add_option("--generation-config", a->generation_config,
+                  "Sampling defaults of requests that omit them: auto (the model's "
+                  "generation_config.json: temperature, top_p, top_k, min_p, "
+                  "repetition_penalty) or vllm (OpenAI's: temperature 1, nothing else)")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "vllm"}));
   cmd->add_option("--max-request-body-bytes", a->server.max_body_bytes,
                   "Larger request bodies are refused with 413")
       ->capture_default_str();

@@ -27,10 +27,11 @@ RankModel setup_rank(const std::string& model_dir, const LayoutSpec& spec, Comm&
   return m;
 }
 
-DType parse_kv_dtype(const std::string& s) {
-  if (s == "f32" || s == "auto") return DType::F32;
-  if (s == "bf16") return DType::BF16;
-  fail("--kv-cache-dtype '{}' is not one of auto, f32, bf16", s);
+DType resolve_kv_dtype(const std::string& flag, const std::string& model_dtype) {
+  if (flag == "auto") return model_dtype == "bfloat16" ? DType::BF16 : DType::F32;
+  if (flag == "f32") return DType::F32;
+  if (flag == "bf16") return DType::BF16;
+  fail("--kv-cache-dtype '{}' is not one of auto, f32, bf16", flag);
 }
 
 void add_quantization_flag(CLI::App* cmd, std::string* value) {

@@ -24,8 +24,11 @@ RankModel setup_rank(const std::string& model_dir, const LayoutSpec& spec, Comm&
 // layout suits its heads (validate_layout). Throws Error naming the problem.
 void check_model_layout(const std::string& model_dir, const LayoutSpec& spec);
 
-// --kv-cache-dtype: auto|f32 -> F32, bf16 -> BF16; anything else is an Error.
-DType parse_kv_dtype(const std::string& s);
+// --kv-cache-dtype, the one place it is resolved: f32 -> F32, bf16 -> BF16, auto -> the
+// model's dtype as vLLM: BF16 for a "bfloat16" checkpoint (config.json torch_dtype), F32
+// otherwise ("float32"; "float16", which the cache cannot store, keeps its precision in
+// F32; "" when there is no model). Anything else is an Error.
+DType resolve_kv_dtype(const std::string& flag, const std::string& model_dtype);
 
 // --quantization none|int8 on a model command (CLI11 refuses other values at parse time,
 // before any rank starts).

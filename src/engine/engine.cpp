@@ -72,6 +72,9 @@ void Engine::submit(RequestParams params, std::shared_ptr<OutputChannel> channel
   for (int32_t t : params.stop_token_ids)
     CPI_CHECK(t >= 0 && t < vocab_, "stop token id {} is outside the vocabulary [0, {})", t,
               vocab_);
+  for (const auto& [t, bias] : params.sampling.logit_bias)
+    CPI_CHECK(t >= 0 && t < vocab_, "logit_bias token id {} is outside the vocabulary [0, {})",
+              t, vocab_);
   CPI_CHECK(params.max_tokens >= 1, "max_tokens must be at least 1, got {}", params.max_tokens);
   CPI_CHECK(n + params.max_tokens <= opts_.max_model_len,
             "This model's maximum context length is {} tokens. However, you requested {} "
@@ -83,7 +86,7 @@ void Engine::submit(RequestParams params, std::shared_ptr<OutputChannel> channel
   a->seq.id = next_id_.fetch_add(1);
   a->seq.tokens = params.prompt;
   if (params.random_seed) params.sampling.seed = std::random_device{}() * 0x9E3779B97F4A7C15ull;
-  a->rng = Rng(params.sampling.seed);
+  a->sampler = RequestSampler(params.sampling, params.prompt);
   a->text = std::make_unique<OutputText>(tok_, params.stop, params.skip_special_tokens);
   a->params = std::move(params);
   a->channel = std::move(channel);
@@ -199,9 +202,9 @@ void Engine::retire(int64_t id, const std::string& reason, double now) {
   audit_due_ = true;
 }
 
-std::string Engine::sample_and_emit(Active& a, const float* logits, double now) {
+std::string Engine::sample_and_emit(Active& a, float* logits, double now) {
   const RequestParams& p = a.params;
-  const int32_t tok = sample_token(logits, vocab_, p.sampling, a.rng, pool_);
+  const int32_t tok = a.sampler.sample(logits, vocab_, pool_);  // logits: raw again after
   RequestEvent ev;
   ev.index = a.index;
   ev.token_ids.push_back(tok);
@@ -256,7 +259,7 @@ void Engine::run_step(const StepSchedule& s) {
     plan_.tokens.insert(plan_.tokens.end(), q.seq->tokens.begin() + q.begin,
                         q.seq->tokens.begin() + q.begin + q.num_tokens);
   }
-  const std::vector<float>& logits = exec_.run(plan_);
+  std::vector<float>& logits = exec_.run(plan_);
   sched_.commit(s);
   const double now = now_s();
   {

@@ -14,6 +14,7 @@
 #include "engine/engine_metrics.h"
 #include "engine/output_text.h"
 #include "engine/request.h"
+#include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/step_executor.h"
 #include "tokenizer/tokenizer.h"
@@ -65,7 +66,7 @@ class Engine {
     RequestParams params;
     std::shared_ptr<OutputChannel> channel;
     int32_t index = 0;
-    Rng rng{0};
+    RequestSampler sampler;  // its Rng and the token counts of its penalties
     std::unique_ptr<OutputText> text;
     double arrival = 0, last_token = 0;
     int64_t generated = 0;
@@ -75,7 +76,7 @@ class Engine {
   void run_step(const StepSchedule& s);
   // Samples the token of a request whose prompt (and past output) is all cached and sends
   // it; returns the finish reason, or "" while the request goes on.
-  std::string sample_and_emit(Active& a, const float* logits, double now);
+  std::string sample_and_emit(Active& a, float* logits, double now);
   // Forgets a finished request: scheduler, block manager (its page releases go out with
   // the next plan), metrics.
   void retire(int64_t id, const std::string& reason, double now);

@@ -16,26 +16,29 @@ GenerateResult generate(StepExecutor& exec, const GenerateRequest& req, ThreadPo
   CPI_CHECK(req.max_tokens >= 1, "max tokens {} must be >= 1", req.max_tokens);
   CPI_CHECK(req.prefill_chunk >= 1, "prefill chunk {} must be >= 1", req.prefill_chunk);
   validate_sampling(req.sampling);
+  for (const auto& [t, bias] : req.sampling.logit_bias)
+    CPI_CHECK(t >= 0 && t < c.vocab_size,
+              "logit_bias token id {} is outside the vocabulary [0, {})", t, c.vocab_size);
   const int64_t total = int64_t(req.prompt.size()) + req.max_tokens;
   CPI_CHECK(total <= runner.options().max_cache_tokens,
             "prompt ({} tokens) + max tokens ({}) = {} exceeds the KV cache capacity of {} tokens",
             req.prompt.size(), req.max_tokens, total, runner.options().max_cache_tokens);
 
   GenerateResult res;
-  Rng rng(req.sampling.seed);
+  RequestSampler sampler(req.sampling, req.prompt);
   constexpr int64_t kSeq = 0;  // the one sequence of this request
   StepPlan plan;
   plan.seqs.resize(1);
   plan.seqs[0].id = kSeq;
   int64_t cached = 0;  // tokens of the sequence in the KV cache
   auto forward = [&](const int32_t* tokens, int64_t n,
-                     bool all_logits = false) -> const std::vector<float>& {
+                     bool all_logits = false) -> std::vector<float>& {
     plan.kind = StepPlan::Kind::Forward;
     plan.seqs[0].num_tokens = n;
     plan.seqs[0].all_logits = all_logits;
     plan.seqs[0].begin = cached;
     plan.tokens.assign(tokens, tokens + n);
-    const std::vector<float>& out = exec.run(plan);
+    std::vector<float>& out = exec.run(plan);
     cached += n;
     return out;
   };
@@ -49,7 +52,7 @@ GenerateResult generate(StepExecutor& exec, const GenerateRequest& req, ThreadPo
   auto t_first = t0;
   try {
     // Prefill in chunks; only the last chunk's last row gives logits that matter.
-    const std::vector<float>* logits = nullptr;
+    std::vector<float>* logits = nullptr;
     const int64_t n = int64_t(req.prompt.size());
     for (int64_t b = 0; b < n; b += req.prefill_chunk) {
       const int64_t len = std::min(req.prefill_chunk, n - b);
@@ -66,7 +69,7 @@ GenerateResult generate(StepExecutor& exec, const GenerateRequest& req, ThreadPo
     int32_t tok = 0;
     for (int64_t i = 0; i < req.max_tokens; ++i) {
       if (i > 0) logits = &forward(&tok, 1);
-      tok = sample_token(logits->data(), c.vocab_size, req.sampling, rng, pool);
+      tok = sampler.sample(logits->data(), c.vocab_size, pool);  // the row stays raw
       if (req.keep_logits) res.logits.insert(res.logits.end(), logits->begin(), logits->end());
       res.tokens.push_back(tok);
       if (i == 0) t_first = clock::now();

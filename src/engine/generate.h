@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/sampler.h"
 #include "engine/step_executor.h"
 #include "kernels/sampling.h"
 

@@ -97,7 +97,7 @@ int64_t ModelRunner::kv_bytes_per_local_token() const {
   return 2 * s.num_layers * s.num_kv_heads * s.head_dim * int64_t(dtype_size(s.dtype));
 }
 
-const std::vector<float>& ModelRunner::step(const std::vector<SequenceStep>& steps) {
+std::vector<float>& ModelRunner::step(const std::vector<SequenceStep>& steps) {
   int64_t need = 0;
   for (const SequenceStep& s : steps)
     need += std::max<int64_t>(

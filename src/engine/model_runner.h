@@ -52,7 +52,7 @@ class ModelRunner {
 
   // Appends each step's tokens to its sequence and returns the logits of the wanted rows
   // ([rows, vocab], rows in step order). Throws Error when the cache has no room.
-  const std::vector<float>& step(const std::vector<SequenceStep>& steps);
+  std::vector<float>& step(const std::vector<SequenceStep>& steps);
   // Returns a sequence's pages to the pool.
   void release(SequenceState& seq);
   // The attention object of every layer (its PCP overlap statistics and timeline).

@@ -34,12 +34,12 @@ void StepExecutor::broadcast(const StepPlan& plan) {
   comm_->broadcast(buffer_.data(), buffer_.size(), 0, Group::World);
 }
 
-const std::vector<float>& StepExecutor::run(const StepPlan& plan) {
+std::vector<float>& StepExecutor::run(const StepPlan& plan) {
   CPI_ASSERT(rank_ == 0);
   CPI_CHECK(!shut_down_, "the executor was shut down");
   in_step_ = true;
   broadcast(plan);
-  const std::vector<float>& out = execute(plan);
+  std::vector<float>& out = execute(plan);
   in_step_ = false;
   return out;
 }
@@ -109,8 +109,8 @@ void StepExecutor::apply_page_ops(const std::vector<PageOp>& ops) {
   }
 }
 
-const std::vector<float>& StepExecutor::execute(const StepPlan& plan) {
-  static const std::vector<float> kNone;
+std::vector<float>& StepExecutor::execute(const StepPlan& plan) {
+  static std::vector<float> kNone;  // a Pages plan has no rows (never written)
   apply_page_ops(plan.page_ops);
   if (plan.kind == StepPlan::Kind::Pages) return kNone;
   CPI_ASSERT(plan.kind == StepPlan::Kind::Forward);

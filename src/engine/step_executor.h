@@ -22,8 +22,9 @@ class StepExecutor {
   ModelRunner& runner() { return runner_; }
   bool is_driver() const { return rank_ == 0; }
 
-  // Rank 0 only. Forward: returns the logits of the wanted rows ([rows, vocab]).
-  const std::vector<float>& run(const StepPlan& plan);
+  // Rank 0 only. Forward: returns the logits of the wanted rows ([rows, vocab]), valid until
+  // the next run; the caller may change them (sampling patches penalised ids and restores).
+  std::vector<float>& run(const StepPlan& plan);
   // Rank 0 only: every rank applies `ops`, then reports its context-parallel rank R and its
   // pool's free pages. Returns [world][2] = {R, free pages} by world rank.
   std::vector<int64_t> audit(const std::vector<PageOp>& ops = {});
@@ -33,7 +34,7 @@ class StepExecutor {
   void shutdown();
 
  private:
-  const std::vector<float>& execute(const StepPlan& plan);
+  std::vector<float>& execute(const StepPlan& plan);
   void apply_page_ops(const std::vector<PageOp>& ops);
   void broadcast(const StepPlan& plan);
   std::vector<int64_t> gather_free_pages();

@@ -43,6 +43,17 @@ void validate_sampling(const SamplingParams& p) {
             "temperature {} is invalid: it must be >= 0", p.temperature);
   CPI_CHECK(std::isfinite(p.top_p) && p.top_p > 0.f && p.top_p <= 1.f,
             "top_p {} is invalid: it must be in (0, 1]", p.top_p);
+  CPI_CHECK(std::isfinite(p.min_p) && p.min_p >= 0.f && p.min_p <= 1.f,
+            "min_p {} is invalid: it must be in [0, 1]", p.min_p);
+  CPI_CHECK(std::isfinite(p.repetition_penalty) && p.repetition_penalty > 0.f,
+            "repetition_penalty {} is invalid: it must be > 0 (1: off)", p.repetition_penalty);
+  CPI_CHECK(std::isfinite(p.presence_penalty) && std::fabs(p.presence_penalty) <= 2.f,
+            "presence_penalty {} is invalid: it must be in [-2, 2]", p.presence_penalty);
+  CPI_CHECK(std::isfinite(p.frequency_penalty) && std::fabs(p.frequency_penalty) <= 2.f,
+            "frequency_penalty {} is invalid: it must be in [-2, 2]", p.frequency_penalty);
+  for (const auto& [id, bias] : p.logit_bias)
+    CPI_CHECK(std::isfinite(bias) && std::fabs(bias) <= 100.f,
+              "logit_bias {} for token id {} is invalid: it must be in [-100, 100]", bias, id);
 }
 
 int32_t argmax(const float* logits, int64_t V, ThreadPool& pool) {
@@ -121,13 +132,20 @@ int32_t sample_token(const float* logits, int64_t V, const SamplingParams& p, Rn
     const double mx = logits[idx[0]];
     std::vector<double> prob(idx.size());
     double total = 0;
-    for (size_t i = 0; i < idx.size(); ++i)
-      total += prob[i] = std::exp((double(logits[idx[i]]) - mx) * inv_t);
-    size_t n = idx.size();
+    size_t m = idx.size();  // min-p: prob (1 for the first) is falling; keep those >= min_p
+    for (size_t i = 0; i < idx.size(); ++i) {
+      prob[i] = std::exp((double(logits[idx[i]]) - mx) * inv_t);
+      if (prob[i] < double(p.min_p)) {
+        m = i;
+        break;
+      }
+      total += prob[i];
+    }
+    size_t n = m;
     if (p.top_p < 1.f) {
       double cum = 0;
       const double want = double(p.top_p) * total;
-      for (size_t i = 0; i < idx.size(); ++i) {
+      for (size_t i = 0; i < m; ++i) {
         cum += prob[i];
         if (cum >= want) { n = i + 1; break; }
       }
@@ -143,7 +161,8 @@ int32_t sample_token(const float* logits, int64_t V, const SamplingParams& p, Rn
     return idx[n - 1];
   }
 
-  // The whole vocabulary: weights w = exp((logit - max) / T), chunk sums in parallel.
+  // The whole vocabulary: weights w = exp((logit - max) / T), chunk sums in parallel. The
+  // largest weight is 1, so min-p drops (w = 0) the ids with w < min_p.
   std::vector<float> cmax(static_cast<size_t>(chunks));
   pool.run(chunks, [&](int64_t c, int) {
     const int64_t b = c * kChunk, e = std::min(V, b + kChunk);
@@ -158,10 +177,14 @@ int32_t sample_token(const float* logits, int64_t V, const SamplingParams& p, Rn
   w_buf.resize(size_t(V));
   double* const w = w_buf.data();
   std::vector<double> csum(static_cast<size_t>(chunks));
+  const double min_p = p.min_p;
   pool.run(chunks, [&](int64_t c, int) {
     const int64_t b = c * kChunk, e = std::min(V, b + kChunk);
     double s = 0;
-    for (int64_t i = b; i < e; ++i) s += w[size_t(i)] = std::exp((double(logits[i]) - mx) * inv_t);
+    for (int64_t i = b; i < e; ++i) {
+      const double wi = std::exp((double(logits[i]) - mx) * inv_t);
+      s += w[size_t(i)] = wi < min_p ? 0.0 : wi;
+    }
     csum[size_t(c)] = s;
   });
   double total = 0;

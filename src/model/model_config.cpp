@@ -210,6 +210,29 @@ void append_unique(std::vector<int32_t>& to, const std::vector<int32_t>& from) {
     if (std::find(to.begin(), to.end(), id) == to.end()) to.push_back(id);
 }
 
+// The sampling fields of generation_config.json, with the ranges requests must keep.
+GenerationDefaults parse_generation_defaults(const Fields& g) {
+  GenerationDefaults d;
+  auto number = [&](const char* key, bool ok(double), const char* allowed) {
+    std::optional<double> v;
+    if (!g.has(key)) return v;
+    v = g.number(key, 0);
+    CPI_CHECK(ok(*v), "{}: field '{}' is {}: it must be {}", g.source(), key, *v, allowed);
+    return v;
+  };
+  d.temperature = number("temperature", [](double v) { return v >= 0; }, ">= 0");
+  d.top_p = number("top_p", [](double v) { return v > 0 && v <= 1; }, "in (0, 1]");
+  d.repetition_penalty =
+      number("repetition_penalty", [](double v) { return v > 0; }, "> 0 (1: off)");
+  d.min_p = number("min_p", [](double v) { return v >= 0 && v <= 1; }, "in [0, 1]");
+  if (g.has("top_k")) {
+    d.top_k = g.integer("top_k", 0);
+    CPI_CHECK(*d.top_k >= -1, "{}: field 'top_k' is {}: it must be -1 or 0 (off) or >= 1",
+              g.source(), *d.top_k);
+  }
+  return d;
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
@@ -313,6 +336,7 @@ ModelConfig load_model_config(const std::string& model_dir) {
       std::vector<int32_t> bos = g.token_ids("bos_token_id");
       if (!bos.empty() && bos[0] < c.vocab_size) c.bos_token_id = bos[0];
     }
+    c.generation = parse_generation_defaults(g);
   }
   return c;
 }

@@ -21,6 +21,13 @@ struct RopeScaling {
   int64_t original_max_position_embeddings = 8192;
 };
 
+// The sampling values of generation_config.json (absent: not given). They are the defaults
+// of requests that omit them under `--generation-config auto`, as in vLLM.
+struct GenerationDefaults {
+  std::optional<double> temperature, top_p, repetition_penalty, min_p;
+  std::optional<int64_t> top_k;
+};
+
 struct ModelConfig {
   Architecture arch = Architecture::Qwen2;
   std::string architecture_name;  // as in config.json, e.g. "Qwen2ForCausalLM"
@@ -42,12 +49,14 @@ struct ModelConfig {
   std::vector<int32_t> eos_token_ids;  // from config.json and generation_config.json
   std::optional<int32_t> bos_token_id;
   std::string torch_dtype;        // "bfloat16", "float32", ...
+  GenerationDefaults generation;   // from generation_config.json
 };
 
 // Parses and validates config.json text; `source` names the file in errors.
 // Throws Error naming the field and the expected value.
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
-// Reads DIR/config.json and, if present, DIR/generation_config.json (extra eos ids).
+// Reads DIR/config.json and, if present, DIR/generation_config.json (extra eos ids and the
+// sampling defaults: temperature, top_p, top_k, repetition_penalty, min_p, range-checked).
 ModelConfig load_model_config(const std::string& model_dir);
 nlohmann::json model_config_to_json(const ModelConfig& c);
 

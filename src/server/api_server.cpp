@@ -181,6 +181,7 @@ ApiServer::ApiServer(Engine& engine, const Tokenizer& tok, const ChatTemplate* c
   ctx_.served_model_name = opts.served_model_name;
   ctx_.max_model_len = engine.options().max_model_len;
   ctx_.vocab_size = engine.vocab_size();
+  ctx_.sampling_defaults = opts.sampling_defaults;
   svr_ = std::make_unique<httplib::Server>();
   const int threads = std::max(4, opts.http_threads);
   svr_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };

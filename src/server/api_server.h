@@ -27,6 +27,8 @@ struct ServerOptions {
   size_t max_body_bytes = 16u << 20;  // larger bodies get 413
   int http_threads = 64;              // requests served at once (streams hold one each)
   double keepalive_s = 2.0;           // idle gap before a keep-alive write (detects gone clients)
+  // Sampling values of the fields a request omits (serve --generation-config).
+  SamplingParams sampling_defaults = openai_sampling_defaults();
 };
 
 class ApiServer {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "chat/chat_template.h"
 #include "core/error.h"
@@ -73,8 +74,8 @@ std::vector<int32_t> token_ids(const json& arr, const char* key, int64_t vocab) 
 }
 
 // No request field is accepted and then ignored: every top-level field of a body is one the
-// endpoint honours, or one whose only accepted value is the one that changes nothing (a
-// penalty of 1, min_p 0, response_format "text", tool_choice "none"), or a 400 names it.
+// endpoint honours, or one whose only accepted value is the one that changes nothing
+// (response_format "text", tool_choice "none"), or a 400 names it.
 // `user` (the OpenAI end-user id for abuse monitoring) has no effect on a generation and is
 // accepted as such.
 void refuse_unknown_fields(const json& b, std::initializer_list<const char*> endpoint) {
@@ -93,11 +94,39 @@ void refuse_unknown_fields(const json& b, std::initializer_list<const char*> end
   }
   if (const json* v = field(b, "user"))
     if (!v->is_string()) bad("user", "'user' must be a string");
-  if (const json* v = field(b, "repetition_penalty"))
-    if (get_number(*v, "repetition_penalty") != 1)
-      bad("repetition_penalty", "'repetition_penalty' is not supported (only 1, no penalty)");
-  if (const json* v = field(b, "min_p"))
-    if (get_number(*v, "min_p") != 0) bad("min_p", "'min_p' is not supported (only 0, off)");
+}
+
+// A number field that must lie in [lo, hi] (lo excluded when open_lo).
+float get_in_range(const json& v, const char* key, double lo, double hi, bool open_lo = false) {
+  const double d = get_number(v, key);
+  if (!(open_lo ? d > lo : d >= lo) || !(d <= hi))
+    bad(key, fmt::format("'{}' must be in {}{}, {}], got {}", key, open_lo ? "(" : "[", lo, hi,
+                         show(v)));
+  return float(d);
+}
+
+// logit_bias: {"token id": bias in [-100, 100], ...}; each id must be in the vocabulary.
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& v, int64_t vocab) {
+  if (!v.is_object())
+    bad("logit_bias", fmt::format("'logit_bias' must be an object mapping token ids (strings) "
+                                  "to biases in [-100, 100], got {}", show(v)));
+  std::map<int32_t, float> bias;  // "5" and "05" name the same id: the later one counts
+  for (const auto& [key, value] : v.items()) {
+    if (key.empty() || key.size() > 18 ||
+        !std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      bad("logit_bias", fmt::format("'logit_bias' key '{}' is not a token id (a non-negative "
+                                    "integer, as a string)", clip(key)));
+    const int64_t id = std::stoll(key);
+    if (id >= vocab)
+      bad("logit_bias", fmt::format("token id {} in 'logit_bias' is outside the vocabulary "
+                                    "[0, {})", id, vocab));
+    const double x = get_number(value, "logit_bias");
+    if (!(x >= -100 && x <= 100))
+      bad("logit_bias", fmt::format("'logit_bias' of token id {} must be in [-100, 100], got {}",
+                                    id, show(value)));
+    bias[int32_t(id)] = float(x);
+  }
+  return {bias.begin(), bias.end()};
 }
 
 // Fields both endpoints share: model, sampling, stop, stream, unsupported options.
@@ -111,12 +140,12 @@ void parse_common(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
                      "model");
   }
   RequestParams& p = r->params;
+  // Omitted fields: OpenAI's defaults, or the model's generation_config.json values.
+  p.sampling = ctx.sampling_defaults;
   if (const json* v = field(b, "temperature")) {
     double t = get_number(*v, "temperature");
     if (!(t >= 0)) bad("temperature", fmt::format("temperature must be >= 0, got {}", t));
     p.sampling.temperature = float(t);
-  } else {
-    p.sampling.temperature = 1.0f;  // OpenAI's default
   }
   if (const json* v = field(b, "top_p")) {
     double t = get_number(*v, "top_p");
@@ -165,11 +194,20 @@ void parse_common(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
     if (get_int(*v, "n") != 1) bad("n", "only n = 1 is supported");
   if (const json* v = field(b, "best_of"))
     if (get_int(*v, "best_of") > 1) bad("best_of", "best_of > 1 is not supported");
-  for (const char* key : {"presence_penalty", "frequency_penalty"})
-    if (const json* v = field(b, key))
-      if (get_number(*v, key) != 0) bad(key, fmt::format("'{}' is not supported", key));
+  if (const json* v = field(b, "min_p")) p.sampling.min_p = get_in_range(*v, "min_p", 0, 1);
+  if (const json* v = field(b, "repetition_penalty")) {
+    const double r = get_number(*v, "repetition_penalty");
+    if (!(r > 0))
+      bad("repetition_penalty",
+          fmt::format("'repetition_penalty' must be > 0 (1: off), got {}", show(*v)));
+    p.sampling.repetition_penalty = float(r);
+  }
+  if (const json* v = field(b, "presence_penalty"))
+    p.sampling.presence_penalty = get_in_range(*v, "presence_penalty", -2, 2);
+  if (const json* v = field(b, "frequency_penalty"))
+    p.sampling.frequency_penalty = get_in_range(*v, "frequency_penalty", -2, 2);
   if (const json* v = field(b, "logit_bias"))
-    if (!v->empty()) bad("logit_bias", "'logit_bias' is not supported");
+    p.sampling.logit_bias = parse_logit_bias(*v, ctx.vocab_size);
   if (const json* v = field(b, "stream")) r->stream = get_bool(*v, "stream");
   if (const json* v = field(b, "stream_options")) {
     if (!r->stream) bad("stream_options", "'stream_options' is only allowed with stream = true");

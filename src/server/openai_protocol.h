@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/request.h"
+#include "engine/sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace cpinfer {
@@ -26,6 +27,9 @@ struct ProtocolContext {
   std::string served_model_name;
   int64_t max_model_len = 0;
   int64_t vocab_size = 0;
+  // The sampling values of the fields a request omits (temperature, top_p, top_k, min_p,
+  // repetition_penalty): OpenAI's, or the model's generation_config.json over them.
+  SamplingParams sampling_defaults = openai_sampling_defaults();
 };
 
 struct ParsedRequest {

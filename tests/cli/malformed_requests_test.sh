@@ -179,10 +179,22 @@ check 404 "no route GET /../../etc/passwd" --path-as-is "${auth[@]}" "$URL/../..
 check 404 "no route GET /v1/models/../../etc/passwd" --path-as-is "${auth[@]}" "$URL/v1/models/..%2f..%2fetc%2fpasswd"
 ! grep -q "root:" "$TMP/resp.json" || fail "a response carries /etc/passwd"
 
+# ---- sampling fields out of range: 400 naming the field (and the id for logit_bias) ---------
+comp 400 "'repetition_penalty' must be > 0" -d '{"prompt": "x", "repetition_penalty": 0}'
+comp 400 "'repetition_penalty' must be a number" -d '{"prompt": "x", "repetition_penalty": "1.1"}'
+comp 400 "'min_p' must be in [0, 1], got 1.5" -d '{"prompt": "x", "min_p": 1.5}'
+chat 400 "'min_p' must be in [0, 1], got -0.1" -d '{"messages": [{"role": "user", "content": "x"}], "min_p": -0.1}'
+comp 400 "'presence_penalty' must be in [-2, 2], got 2.5" -d '{"prompt": "x", "presence_penalty": 2.5}'
+chat 400 "'frequency_penalty' must be in [-2, 2], got -3" -d '{"messages": [{"role": "user", "content": "x"}], "frequency_penalty": -3}'
+comp 400 "token id 151936 in 'logit_bias' is outside the vocabulary [0, 151936)" -d '{"prompt": "x", "logit_bias": {"151936": 1}}'
+comp 400 "'logit_bias' key '-1' is not a token id" -d '{"prompt": "x", "logit_bias": {"-1": 1}}'
+comp 400 "'logit_bias' key 'the' is not a token id" -d '{"prompt": "x", "logit_bias": {"the": 1}}'
+chat 400 "'logit_bias' of token id 5 must be in [-100, 100], got 101" -d '{"messages": [{"role": "user", "content": "x"}], "logit_bias": {"5": 101}}'
+comp 400 "'logit_bias' must be a number" -d '{"prompt": "x", "logit_bias": {"5": "up"}}'
+comp 400 "'logit_bias' must be an object" -d '{"prompt": "x", "logit_bias": [5]}'
+
 # ---- fields the server does not honour: refused, never ignored ------------------------------
 comp 400 "'frobnicate' is not supported by this server" -d '{"prompt": "x", "frobnicate": 1}'
-comp 400 "'repetition_penalty' is not supported" -d '{"prompt": "x", "repetition_penalty": 1.2}'
-comp 400 "'min_p' is not supported" -d '{"prompt": "x", "min_p": 0.1}'
 comp 400 "'response_format' is not supported by this server" -d '{"prompt": "x", "response_format": {"type": "text"}}'
 comp 400 "'user' must be a string" -d '{"prompt": "x", "user": 5}'
 chat 400 "'echo' is not supported by this server" -d '{"messages": [{"role": "user", "content": "x"}], "echo": true}'
@@ -190,8 +202,9 @@ chat 400 "response_format {\"type\":\"json_object\"} is not supported" -d '{"mes
 chat 400 "tool_choice \"auto\" is not supported" -d '{"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"}'
 chat 400 'tool_choice {"function":{"name":"f"},"type":"function"} is not supported' -d '{"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function", "function": {"name": "f"}}}'
 chat 400 "'functions' is not supported by this server" -d '{"messages": [{"role": "user", "content": "x"}], "functions": []}'
-# The neutral values of those fields change nothing and are accepted.
-for body in '{"prompt": "x", "max_tokens": 2, "repetition_penalty": 1, "min_p": 0, "user": "u"}'; do
+# The neutral values of those fields, and the sampling fields at their "off" values, are accepted.
+for body in '{"prompt": "x", "max_tokens": 2, "repetition_penalty": 1, "min_p": 0, "user": "u"}' \
+            '{"prompt": "x", "max_tokens": 2, "presence_penalty": 0, "frequency_penalty": 0, "logit_bias": {}}'; do
   got=$(curl -s -o "$TMP/ok.json" -w "%{http_code}" "${auth[@]}" "$URL/v1/completions" -d "$body")
   [[ "$got" == 200 ]] || fail "neutral fields refused: HTTP $got $(cat "$TMP/ok.json")"
 done

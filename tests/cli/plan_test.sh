@@ -60,4 +60,24 @@ if "$CPINFER" plan --model "$TMP/missing" --context-len 10 >/dev/null 2>"$TMP/er
 grep -q "missing" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: error does not name the directory"; exit 1; }
 if "$CPINFER" plan --model "$TMP/tiny" --context-len 0 >/dev/null 2>"$TMP/err"; then echo "FAIL: --context-len 0 accepted"; exit 1; fi
 grep -q "context-len" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: error does not name --context-len"; exit 1; }
+# --kv-cache-dtype auto (the default) is the model's dtype (config.json torch_dtype): f32
+# for the f32 model above, bf16 (half the KV bytes per rank) for a bfloat16 config.
+mkdir -p "$TMP/tiny-bf16"
+node -e 'const fs=require("fs"); const c=JSON.parse(fs.readFileSync(process.argv[1]+"/config.json"));
+  c.torch_dtype="bfloat16"; fs.writeFileSync(process.argv[2]+"/config.json", JSON.stringify(c));' "$TMP/tiny" "$TMP/tiny-bf16"
+for m in tiny tiny-bf16; do
+  for kv in auto f32; do
+    "$CPINFER" plan --model "$TMP/$m" --context-len 1000 --cores-per-host 4 --memory-gib 16 "${RATES[@]}" \
+      --kv-cache-dtype $kv --json >"$TMP/kv-$m-$kv.json"
+  done
+done
+node - "$TMP" <<'JS'
+const fs = require('fs');
+const load = (n) => JSON.parse(fs.readFileSync(`${process.argv[2]}/${n}.json`, 'utf8'));
+const fail = (m) => { console.error('FAIL:', m); process.exit(1); };
+const kv = (j) => j.layouts.find((l) => l.tp === 1 && l.pcp === 1).kv_bytes_per_rank;
+if (load('kv-tiny-auto').kv_cache_dtype !== 'f32' || kv(load('kv-tiny-auto')) !== kv(load('kv-tiny-f32'))) fail('auto on an f32 model is not f32');
+if (load('kv-tiny-bf16-auto').kv_cache_dtype !== 'bf16') fail(`auto on a bf16 model: ${load('kv-tiny-bf16-auto').kv_cache_dtype}`);
+if (2 * kv(load('kv-tiny-bf16-auto')) !== kv(load('kv-tiny-bf16-f32'))) fail('auto on a bf16 model does not halve the KV bytes');
+JS
 echo "plan_test: ok"

@@ -204,4 +204,25 @@ CACHING=0 run_layout one-rank 1 --max-num-batched-tokens 256 --no-enable-prefix-
 EXPECT_PAGES=3000 run_layout tp2-pcp2 2 -tp 2 -pcp 2 --cp-kv-cache-interleave-size 4 --num-kv-blocks 3000 --max-num-batched-tokens 256
 cmp "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" ||
   fail "greedy answers under tp 2 x pcp 2 differ from one rank: $(diff "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" | head -5)"
+
+# --generation-config: auto (the default, above) takes the model's generation_config.json
+# for the sampling fields a request omits, vllm OpenAI's; the start-up log says which. The
+# client test checks auto's effect; here vllm's: a request without the fields samples
+# exactly as one with OpenAI's values, not as one with the file's.
+grep -q "generation-config auto.*temperature 0.7, top_p 0.8, top_k 20, min_p 0, repetition_penalty 1.1" "$TMP/one-rank.log" ||
+  fail "auto: no log line with the file's defaults"
+start_server gen-vllm --generation-config vllm
+grep -q "generation-config vllm.*temperature 1, top_p 1, top_k 0, min_p 0, repetition_penalty 1$" "$LOG" ||
+  fail "vllm: no log line with OpenAI's defaults"
+sampled() {  # sampled EXTRA_JSON_FIELDS: the text of a seeded completion
+  status "$TMP/s.json" POST /v1/completions -d "{\"prompt\": [1000, 8919, 16838, 24757, 2676, 10595], \"max_tokens\": 24, \"ignore_eos\": true, \"seed\": 77$1}" >/dev/null
+  node -e 'console.log(JSON.stringify(JSON.parse(require("fs").readFileSync(process.argv[1])).choices[0].text))' "$TMP/s.json"
+}
+omitted=$(sampled "")
+[[ "$omitted" == "$(sampled ', "temperature": 1, "top_p": 1, "top_k": -1, "repetition_penalty": 1, "min_p": 0')" ]] ||
+  fail "vllm: omitted fields are not OpenAI's defaults"
+[[ "$omitted" != "$(sampled ', "temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.1')" ]] ||
+  fail "vllm: omitted fields took the file's defaults"
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" || true
 echo "serve_test: all checks passed"

@@ -210,6 +210,8 @@ reqs = {
     "completion_batch": {"prompt": ["a", "b c", [1, 2, 3]], "stop_token_ids": [151645], "ignore_eos": True,
                          "echo": False, "n": 1, "best_of": 1, "presence_penalty": 0, "logit_bias": {}},
     "completion_bad": {"prompt": [], "max_tokens": 0, "temperature": -1, "top_p": 2},
+    "completion_penalties": {"prompt": "x", "max_tokens": 4, "repetition_penalty": 1.2, "min_p": 0.05,
+                             "presence_penalty": -0.5, "frequency_penalty": 2, "logit_bias": {"11": 5, "0009707": -100}},
     "chat_basic": {"model": "qwen3-fuzz", "messages": [{"role": "system", "content": "Be brief."},
                                                         {"role": "user", "content": "Hi"}],
                    "max_completion_tokens": 32, "logprobs": True, "top_logprobs": 3},

@@ -1,7 +1,9 @@
 // Drives a running `cpinfer serve` with the official `openai` npm client (v6): chat and
-// completions, streamed and not, logprobs, stop strings, 16 concurrent streams, and every
-// bad-request case. Writes the greedy answers to OUT_JSON so that a test can compare
-// layouts. Usage: node openai_client_test.mjs BASE_URL API_KEY MODEL OUT_JSON
+// completions, streamed and not, logprobs, stop strings, 16 concurrent streams, the
+// sampling parameters (penalties, min_p, logit_bias, the generation_config.json defaults),
+// and every bad-request case. Writes the greedy answers to OUT_JSON so that a test can
+// compare layouts. The server runs with --generation-config auto (its default).
+// Usage: node openai_client_test.mjs BASE_URL API_KEY MODEL OUT_JSON
 import OpenAI from 'openai';
 import fs from 'node:fs';
 
@@ -52,7 +54,9 @@ const greedy = { temperature: 0, max_tokens: 24, ignore_eos: true };
 }
 // ---- logprobs ----
 {
-  const r = await client.completions.create({ model, prompt: ids(10, 2), ...greedy, max_tokens: 5, logprobs: 3 });
+  // repetition_penalty 1: the logprobs are the model's raw ones, and the server's default
+  // (generation_config.json's 1.1 under auto) would change which token greedy picks.
+  const r = await client.completions.create({ model, prompt: ids(10, 2), ...greedy, repetition_penalty: 1, max_tokens: 5, logprobs: 3 });
   const lp = r.choices[0].logprobs;
   check(lp && lp.tokens.length === 5 && lp.token_logprobs.length === 5 && lp.top_logprobs.length === 5, 'completion logprobs shape');
   check(lp.token_logprobs.every((x) => x <= 0), 'logprobs <= 0');
@@ -106,6 +110,56 @@ const greedy = { temperature: 0, max_tokens: 24, ignore_eos: true };
   check(alone.choices[0].text === got[7].text, 'a concurrent stream equals the same request alone');
   answers.concurrent = got.map((g) => g.text);
 }
+// ---- sampling parameters: accepted, and they change the output where they must ----
+{
+  // Greedy with every default that could change logits set explicitly (no penalty).
+  const plain = { temperature: 0, max_tokens: 24, ignore_eos: true, repetition_penalty: 1 };
+  const text = async (extra, prompt = ids(12, 9)) =>
+    (await client.completions.create({ model, prompt, ...plain, ...extra })).choices[0].text;
+  // The server's /tokenize of a text (no special tokens): its token ids.
+  const tokenize = async (prompt) => (await (await fetch(`${baseURL}/tokenize`, {
+    method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model, prompt, add_special_tokens: false }) })).json()).tokens;
+  const base = await text({});
+  // logit_bias +100 on one id forces it under greedy: the id of " hello", 24 times.
+  const hello = await tokenize(' hello');
+  check(hello?.length === 1, `" hello" is one token: ${JSON.stringify(hello)}`);
+  const forced = await text({ logit_bias: { [String(hello[0])]: 100 } });
+  check(forced === ' hello'.repeat(24), `logit_bias +100 forces the token: ${JSON.stringify(forced.slice(0, 60))}`);
+  // -100 on every id greedy chose removes them all: the answer changes.
+  const baseIds = await tokenize(base);
+  const banned = await text({ logit_bias: Object.fromEntries(baseIds.map((t) => [String(t), -100])) });
+  check(banned !== base, 'logit_bias -100 on the greedy tokens changes the answer');
+  // The greedy continuation of this prompt repeats itself; each penalty changes it.
+  for (const [k, v] of [['repetition_penalty', 100], ['presence_penalty', 2], ['frequency_penalty', 2]])
+    check(await text({ [k]: v }) !== base, `${k} ${v} changes the greedy answer`);
+  // repetition_penalty 100 under greedy never picks a token already in the answer (nor the
+  // prompt's): the answer's tokens are all distinct.
+  const rp = await text({ repetition_penalty: 100 });
+  const rpIds = await tokenize(rp);
+  check(new Set(rpIds).size >= 20, `repetition_penalty 100: ${rpIds.length} tokens, ${new Set(rpIds).size} distinct`);
+  // min_p 1 keeps only the most likely token: sampling at temperature 1.5 is greedy.
+  check(await text({ temperature: 1.5, seed: 4, min_p: 1 }) === base, 'min_p 1 samples the greedy answer');
+  // Chat takes them too.
+  const c = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hi' }], ...plain, max_tokens: 4,
+    presence_penalty: 0.5, frequency_penalty: 0.5, min_p: 0.1, logit_bias: { [String(hello[0])]: 100 } });
+  check(c.choices[0].message.content === ' hello'.repeat(4), `chat logit_bias: ${JSON.stringify(c.choices[0].message.content)}`);
+}
+// ---- generation_config.json defaults (the model's: temperature 0.7, top_p 0.8, top_k 20,
+// repetition_penalty 1.1): under --generation-config auto a request that omits them samples
+// exactly as one that sets the file's values, not as one with OpenAI's (temperature 1,
+// nothing else); an explicit value overrides the default. serve_test checks vllm. ----
+{
+  const sampled = async (extra) => (await client.completions.create({ model, prompt: ids(12, 9), max_tokens: 24, ignore_eos: true, seed: 77, ...extra })).choices[0].text;
+  const fileValues = { temperature: 0.7, top_p: 0.8, top_k: 20, repetition_penalty: 1.1, min_p: 0 };
+  const openaiValues = { temperature: 1, top_p: 1, top_k: -1, repetition_penalty: 1, min_p: 0 };
+  const omitted = await sampled({});
+  check(omitted === await sampled(fileValues), 'omitted fields take generation_config.json\'s values');
+  check(omitted !== await sampled(openaiValues), 'omitted fields do not take OpenAI\'s defaults');
+  // An explicit temperature 0 overrides the default 0.7: greedy, so the seed does not matter.
+  const g77 = await sampled({ temperature: 0 });
+  check(g77 === await sampled({ temperature: 0, seed: 1 }) && g77 !== omitted, 'explicit temperature 0 overrides the default');
+}
 // ---- bad requests: OpenAI errors with the right status ----
 const expectError = async (status, what, fn) => {
   try {
@@ -128,6 +182,12 @@ await expectError(400, 'message without role', () => client.chat.completions.cre
 await expectError(400, 'empty prompt', () => client.completions.create({ model, prompt: '', max_tokens: 1 }));
 await expectError(400, 'token id past the vocabulary', () => client.completions.create({ model, prompt: [1, 2, 99999999], max_tokens: 1 }));
 await expectError(400, 'n > 1', () => client.completions.create({ model, prompt: 'x', n: 2 }));
+await expectError(400, 'repetition_penalty 0', () => client.completions.create({ model, prompt: 'x', repetition_penalty: 0 }));
+await expectError(400, 'presence_penalty 2.5', () => client.completions.create({ model, prompt: 'x', presence_penalty: 2.5 }));
+await expectError(400, 'frequency_penalty -2.5', () => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], frequency_penalty: -2.5 }));
+await expectError(400, 'min_p 1.5', () => client.completions.create({ model, prompt: 'x', min_p: 1.5 }));
+await expectError(400, 'logit_bias id past the vocabulary', () => client.completions.create({ model, prompt: 'x', logit_bias: { 99999999: 1 } }));
+await expectError(400, 'logit_bias 200', () => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], logit_bias: { 5: 200 } }));
 await expectError(401, 'wrong API key', () => new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'wrong', maxRetries: 0 }).models.list());
 // ---- models ----
 {

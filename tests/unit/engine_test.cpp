@@ -4,6 +4,8 @@
 // and every page returns to the pool.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <random>
 #include <thread>
 
@@ -25,7 +27,8 @@ const Tokenizer& tokenizer() {
 }
 
 // The reference: one request alone through generate() on its own runner.
-std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_tokens) {
+std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_tokens,
+                           const SamplingParams& sampling = {}) {
   RunnerOptions ro;
   ro.max_cache_tokens = int64_t(prompt.size()) + max_tokens;
   ModelRunner runner(model_dir(), ro, global_pool());
@@ -34,6 +37,7 @@ std::vector<int32_t> alone(const std::vector<int32_t>& prompt, int64_t max_token
   req.prompt = prompt;
   req.max_tokens = max_tokens;
   req.ignore_eos = true;
+  req.sampling = sampling;
   return generate(exec, req, global_pool()).tokens;
 }
 
@@ -263,6 +267,54 @@ TEST(Engine, SeededSamplingIsReproducible) {
   EXPECT_NE(run(7), run(8));
 }
 
+// Penalties and logit_bias in the engine: batched requests with them give the tokens
+// generate() gives each alone (both sample through RequestSampler, from the request's own
+// history); greedy with repetition_penalty 100 never repeats a token; the logits an event
+// carries are the model's, not the biased ones.
+TEST(Engine, PenaltiesAndBiasMatchGenerateAndKeepRawLogits) {
+  Served s(256, 16, {8, 48, true});
+  std::vector<SamplingParams> params(4);
+  params[0].repetition_penalty = 100.f;
+  params[1].frequency_penalty = 1.5f;
+  params[1].presence_penalty = 0.5f;
+  params[2].logit_bias = {{4321, 100.f}};
+  params[3] = {0.8f, 0.9f, 0, 5};  // sampled, with min_p and a penalty
+  params[3].min_p = 0.05f;
+  params[3].repetition_penalty = 1.3f;
+  auto ch = std::make_shared<OutputChannel>();
+  for (size_t i = 0; i < params.size(); ++i) {
+    RequestParams p = greedy(prompt_of(20 + int64_t(i), int32_t(i)), 12);
+    p.sampling = params[i];
+    s.engine.submit(p, ch, int32_t(i));
+  }
+  const std::vector<Collected> got = collect(*ch, params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_EQ(got[i].tokens, alone(prompt_of(20 + int64_t(i), int32_t(i)), 12, params[i]))
+        << "request " << i;
+  const std::vector<int32_t> prompt0 = prompt_of(20, 0);
+  const std::set<int32_t> prompt_ids(prompt0.begin(), prompt0.end());
+  std::set<int32_t> seen = prompt_ids;
+  seen.insert(got[0].tokens.begin(), got[0].tokens.end());
+  EXPECT_EQ(seen.size(), prompt_ids.size() + 12) << "repetition_penalty 100 repeated a token";
+  EXPECT_EQ(got[2].tokens, std::vector<int32_t>(12, 4321));
+  EXPECT_NE(got[0].tokens, alone(prompt_of(20, 0), 12)) << "the penalty changed nothing";
+
+  // keep_logits: the first row of a biased request is the unbiased one's, bit for bit.
+  auto first_row = [&](const SamplingParams& sp) {
+    RequestParams p = greedy(prompt_of(9, 7), 1);
+    p.sampling = sp;
+    p.keep_logits = true;
+    auto c = std::make_shared<OutputChannel>();
+    s.engine.submit(p, c, 0);
+    RequestEvent ev;
+    EXPECT_TRUE(c->pop(&ev, 120.0));
+    return ev.logits;
+  };
+  const std::vector<float> biased = first_row(params[2]), raw = first_row({});
+  ASSERT_EQ(biased.size(), size_t(151936));
+  EXPECT_EQ(biased, raw);
+}
+
 TEST(Engine, InvalidRequestsAreRefused) {
   Served s(16, 16, {4, 64, true}, 100);
   auto ch = std::make_shared<OutputChannel>();
@@ -272,6 +324,12 @@ TEST(Engine, InvalidRequestsAreRefused) {
   EXPECT_THROW(s.engine.submit(greedy({1, 151936}, 4), ch, 0), Error);       // past vocab
   RequestParams p = greedy({1, 2}, 4);
   p.sampling.temperature = -1;
+  EXPECT_THROW(s.engine.submit(p, ch, 0), Error);
+  p = greedy({1, 2}, 4);
+  p.sampling.logit_bias = {{151936, 1.f}};  // past the vocabulary
+  EXPECT_THROW(s.engine.submit(p, ch, 0), Error);
+  p = greedy({1, 2}, 4);
+  p.sampling.repetition_penalty = 0;
   EXPECT_THROW(s.engine.submit(p, ch, 0), Error);
   // max model len over what the pool holds for one request: refused at start-up.
   ModelRunner runner(model_dir(), [] { RunnerOptions ro; ro.num_pages = 4; return ro; }(),

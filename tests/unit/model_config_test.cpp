@@ -334,6 +334,34 @@ TEST(ModelConfig, LoadMergesGenerationConfig) {
                {"generation_config.json", "not valid JSON"});
 }
 
+// The sampling fields of generation_config.json: present ones are read, absent ones stay
+// unset, out-of-range ones are errors naming the file and the field.
+TEST(ModelConfig, LoadReadsGenerationDefaults) {
+  TempDir d;
+  d.write("config.json", kQwen05);
+  EXPECT_FALSE(load_model_config(d.path().string()).generation.temperature);
+  d.write("generation_config.json",
+          R"({"eos_token_id": 7, "temperature": 0.7, "top_p": 0.8, "top_k": 20,
+              "repetition_penalty": 1.05, "do_sample": true})");
+  GenerationDefaults g = load_model_config(d.path().string()).generation;
+  EXPECT_EQ(g.temperature, 0.7);
+  EXPECT_EQ(g.top_p, 0.8);
+  EXPECT_EQ(g.top_k, 20);
+  EXPECT_EQ(g.repetition_penalty, 1.05);
+  EXPECT_FALSE(g.min_p);
+  d.write("generation_config.json", R"({"min_p": 0.05})");
+  g = load_model_config(d.path().string()).generation;
+  EXPECT_EQ(g.min_p, 0.05);
+  EXPECT_FALSE(g.temperature);
+  for (const char* bad : {R"({"temperature": -1})", R"({"top_p": 0})", R"({"min_p": 1.5})",
+                          R"({"repetition_penalty": 0})", R"({"top_k": -2})"}) {
+    d.write("generation_config.json", bad);
+    const std::string field = json::parse(bad).begin().key();
+    expect_error([&] { load_model_config(d.path().string()); },
+                 {"generation_config.json", "'" + field + "'"});
+  }
+}
+
 TEST(ModelConfig, LoadErrorsNameThePath) {
   TempDir d;
   expect_error([&] { load_model_config(d.path().string()); },

@@ -24,7 +24,8 @@ cp_runs() {
     cat "$TMP/ids-$len" >>"$out.ids"
   done
   timeout 600 "$CPINFER" generate --model "$MODEL" --prompt-ids-file "$out.ids" \
-    --max-tokens "$STEPS" --ignore-eos --json --logits-out "$out.bin" "$@" >"$out.json" 2>"$out.err" ||
+    --max-tokens "$STEPS" --ignore-eos --json --logits-out "$out.bin" --generation-config vllm \
+    "$@" >"$out.json" 2>"$out.err" ||
     { tail -5 "$out.err" >&2; echo "FAIL: generate $* (prompts ${lens[*]}) exited non-zero" >&2; exit 1; }
   n=$(wc -l <"$out.json")
   [[ $n -eq ${#lens[@]} ]] ||
