@@ -232,6 +232,9 @@ void parse_rope_scaling(const json& root, const Fields& f, ModelConfig& c) {
     if (r.has("attention_factor")) s.attention_factor = positive("attention_factor", 1.0);
     s.mscale = number("mscale", 0.0);
     s.mscale_all_dim = number("mscale_all_dim", 0.0);
+    CPI_CHECK(s.mscale >= 0 && s.mscale_all_dim >= 0, "{}: fields 'rope_scaling.mscale' ({}) "
+              "and 'rope_scaling.mscale_all_dim' ({}) must not be negative", f.source(),
+              s.mscale, s.mscale_all_dim);
     if (r.has("truncate")) {
       const json& v = rs.at("truncate");
       CPI_CHECK(v.is_boolean(), "{}: field 'rope_scaling.truncate' must be a boolean, found {} "

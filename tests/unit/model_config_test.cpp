@@ -276,6 +276,8 @@ TEST(ModelConfig, RopeScalingYarn) {
       {"'rope_scaling.beta_slow'", "positive"});
   bad({{"rope_type", "yarn"}, {"factor", 4}, {"attention_factor", 0}},
       {"'rope_scaling.attention_factor'", "positive"});
+  bad({{"rope_type", "yarn"}, {"factor", 4}, {"mscale", -1}, {"mscale_all_dim", 1}},
+      {"'rope_scaling.mscale' (-1)", "negative"});
   bad({{"rope_type", "yarn"}, {"factor", 4}, {"truncate", "no"}},
       {"'rope_scaling.truncate'", "boolean"});
   bad({{"rope_type", "yarn"}, {"factor", 4}, {"original_max_position_embeddings", 0}},
