@@ -40,11 +40,6 @@ void check_norm_args(const char* op, const void* w, DType w_dtype, int64_t n, in
   CPI_CHECK(w != nullptr, "{}: weight is null", op);
 }
 
-// 1 / sqrt(sum_sq / d + eps), in double, rounded once to float.
-float inv_rms(double sum_sq, int64_t d, double eps) {
-  return float(1.0 / std::sqrt(sum_sq / double(d) + eps));
-}
-
 }  // namespace
 
 void rms_norm(const float* x, const void* w, DType w_dtype, int64_t n, int64_t d, double eps,
@@ -55,7 +50,7 @@ void rms_norm(const float* x, const void* w, DType w_dtype, int64_t n, int64_t d
   const auto& k = kernels();
   pool.parallel_for(n, grain_rows(d), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
-      const float s = inv_rms(k.sum_squares(x + i * d, d), d, eps);
+      const float s = elementwise_impl::inv_rms(k.sum_squares(x + i * d, d), d, eps);
       k.scale_mul(x + i * d, s, w, w_dtype, d, y + i * d);
     }
   });
@@ -71,7 +66,8 @@ void add_rms_norm(float* r, const float* x, const void* w, DType w_dtype, int64_
   pool.parallel_for(n, grain_rows(d), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       // r is fully updated before y (which may alias x) is written.
-      const float s = inv_rms(k.add_sum_squares(r + i * d, x + i * d, d), d, eps);
+      const float s =
+          elementwise_impl::inv_rms(k.add_sum_squares(r + i * d, x + i * d, d), d, eps);
       k.scale_mul(r + i * d, s, w, w_dtype, d, y + i * d);
     }
   });
@@ -89,7 +85,7 @@ void silu_mul(const float* gu, int64_t n, int64_t F, float* out, ThreadPool& poo
 }
 
 void rope_tables(const int32_t* pos, int64_t n, const double* inv_freq, int64_t half,
-                 float* cos_out, float* sin_out) {
+                 float* cos_out, float* sin_out, double scale) {
   CPI_CHECK(n >= 0 && half >= 1, "rope_tables: shape [{}, {}] is invalid (need n >= 0, half >= 1)",
             n, half);
   if (n == 0) return;
@@ -98,8 +94,8 @@ void rope_tables(const int32_t* pos, int64_t n, const double* inv_freq, int64_t 
     const double p = double(pos[i]);
     for (int64_t j = 0; j < half; ++j) {
       const double a = p * inv_freq[j];
-      cos_out[i * half + j] = float(std::cos(a));
-      sin_out[i * half + j] = float(std::sin(a));
+      cos_out[i * half + j] = float(std::cos(a) * scale);
+      sin_out[i * half + j] = float(std::sin(a) * scale);
     }
   }
 }

@@ -19,9 +19,10 @@ void add_rms_norm(float* r, const float* x, const void* w, DType w_dtype, int64_
 void silu_mul(const float* gu, int64_t n, int64_t F, float* out, ThreadPool& pool);
 
 // Rotary tables for one step: cos/sin[n, half] of angle pos[i] * inv_freq[j], computed
-// in double precision. inv_freq[half] (half = head_dim / 2) has any rope scaling applied.
+// in double precision and multiplied by `scale` (YaRN's attention factor; 1 otherwise).
+// inv_freq[half] (half = head_dim / 2) has any rope scaling applied.
 void rope_tables(const int32_t* pos, int64_t n, const double* inv_freq, int64_t half,
-                 float* cos_out, float* sin_out);
+                 float* cos_out, float* sin_out, double scale = 1.0);
 
 // Rotary embedding, Hugging Face rotate-half convention, in place on x[n, heads, head_dim]
 // (row stride `ld` floats between tokens), with the tables from rope_tables:

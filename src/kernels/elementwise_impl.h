@@ -2,6 +2,7 @@
 // elementwise.cpp checks arguments, splits rows across the pool and calls one table
 // (elementwise_generic.cpp, elementwise_avx2.cpp, elementwise_avx512.cpp) by active_isa().
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -21,6 +22,11 @@ struct Kernels {
   // One token of rotate-half RoPE in place: x[heads, head_dim] contiguous, cos/sin[half].
   void (*rope)(float* x, int64_t heads, int64_t head_dim, const float* cos, const float* sin);
 };
+
+// The RMSNorm scale 1 / sqrt(sum_sq / d + eps), in double, rounded once to float.
+inline float inv_rms(double sum_sq, int64_t d, double eps) {
+  return float(1.0 / std::sqrt(sum_sq / double(d) + eps));
+}
 
 const Kernels& generic_kernels();
 const Kernels& avx2_kernels();

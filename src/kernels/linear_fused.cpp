@@ -44,9 +44,16 @@ void run_units(const linear_impl::Kernels& k, linear_impl::Path path, const floa
       if (rope && p.rope) {
         const elementwise_impl::Kernels& ek = elementwise_impl::active_kernels();
         const int64_t D = rope->head_dim, half = D / 2;
-        for (int64_t m = 0; m < M; ++m)
-          ek.rope(p.y + m * p.ldy + n0, (n1 - n0) / D, D, rope->cos + m * half,
-                  rope->sin + m * half);
+        for (int64_t m = 0; m < M; ++m) {
+          float* row = p.y + m * p.ldy + n0;
+          if (p.head_norm) {  // the same arithmetic as rms_norm() over [heads, D] rows
+            for (float* h = row; h < row + (n1 - n0); h += D) {
+              const float s = elementwise_impl::inv_rms(ek.sum_squares(h, D), D, rope->norm_eps);
+              ek.scale_mul(h, s, p.head_norm, DType::F32, D, h);
+            }
+          }
+          ek.rope(row, (n1 - n0) / D, D, rope->cos + m * half, rope->sin + m * half);
+        }
       }
     }
     first += count;
@@ -75,7 +82,12 @@ void check_parts(const float* x, int64_t M, int64_t ldx, std::span<const LinearP
 void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const LinearPart> parts,
                   ThreadPool& pool, const RotaryEpilogue* rope) {
   check_parts(x, M, ldx, parts);
+  for (const LinearPart& p : parts)
+    CPI_CHECK(!p.head_norm || (rope && p.rope), "linear_fused: a part has a head_norm but no "
+              "RoPE epilogue (the norm runs in it, over whole heads)");
   if (rope) {
+    CPI_CHECK(rope->norm_eps > 0, "linear_fused: head-norm epsilon must be positive, found {}",
+              rope->norm_eps);
     const int64_t D = rope->head_dim;
     CPI_CHECK(D >= 2 && D % 2 == 0, "linear_fused: RoPE head_dim {} must be even and >= 2", D);
     for (const LinearPart& p : parts)

@@ -18,6 +18,9 @@ struct LinearPart {
   float* y = nullptr;
   int64_t ldy = 0;
   bool rope = false;  // apply the RotaryEpilogue to this part's heads (w.rows % head_dim == 0)
+  // With `rope`: RMSNorm each head over its head_dim values with this weight [head_dim]
+  // before rotating it (Qwen3's q_norm / k_norm), eps from the epilogue. Null: no norm.
+  const float* head_norm = nullptr;
 };
 
 // RoPE applied by each task to the heads it has just computed, while they are in cache
@@ -27,6 +30,7 @@ struct RotaryEpilogue {
   const float* cos = nullptr;
   const float* sin = nullptr;
   int64_t head_dim = 0;
+  double norm_eps = 1e-6;  // the per-head RMSNorm's epsilon (parts with head_norm)
 };
 
 // Every part over the same x[M, K] (all parts have K columns). The output rows of all parts

@@ -23,7 +23,8 @@ Decoder::Decoder(const ModelConfig& config, const ModelWeights& weights, KvCache
                  config.head_dim, cache.shape().num_pages, config.num_layers),
       tp_size_(comm ? comm->size(Group::Tp) : 1),
       pcp_size_(int(cp.pcp)),
-      inv_freq_(rope_inv_freq(config)) {}
+      inv_freq_(rope_inv_freq(config)),
+      rope_scale_(rope_attention_factor(config)) {}
 
 void Decoder::reserve(int64_t T) {
   if (T <= capacity_) return;
@@ -57,7 +58,7 @@ void Decoder::forward(const RankStep& step, float* logits) {
 
   // Plan for the step: RoPE tables and the attention work, shared by every layer.
   rope_tables(step.positions.data(), T, inv_freq_.data(), D / 2, rope_cos_.data(),
-              rope_sin_.data());
+              rope_sin_.data(), rope_scale_);
   const float sm_scale = float(1.0 / std::sqrt(double(D)));
   attention_.plan(step, cache_, pool_);
   float* x = x_.data();    // residual stream [T, H]
@@ -76,13 +77,15 @@ void Decoder::forward(const RankStep& step, float* logits) {
       if (l == 0) rms_norm(x, L.input_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
       else add_rms_norm(x, h, L.input_norm.data(), DType::F32, T, H, c.rms_norm_eps, h, pool_);
     }
-    auto bias = [](const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
-    // q | k | v in one pass over the pool; each task rotates the q and k heads it has just
-    // computed (RoPE in the epilogue, while they are in cache).
-    const LinearPart qkv_parts[3] = {{L.q, bias(L.q_bias), qkv, qkv_w, true},
-                                     {L.k, bias(L.k_bias), qkv + qd, qkv_w, true},
-                                     {L.v, bias(L.v_bias), qkv + qd + kvd, qkv_w, false}};
-    const RotaryEpilogue rope{rope_cos_.data(), rope_sin_.data(), D};
+    auto opt = [](const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
+    // q | k | v in one pass over the pool; each task normalises (Qwen3's q_norm / k_norm,
+    // per head) and rotates the q and k heads it has just computed (in the epilogue, while
+    // they are in cache).
+    const LinearPart qkv_parts[3] = {
+        {L.q, opt(L.q_bias), qkv, qkv_w, true, opt(L.q_norm)},
+        {L.k, opt(L.k_bias), qkv + qd, qkv_w, true, opt(L.k_norm)},
+        {L.v, opt(L.v_bias), qkv + qd + kvd, qkv_w, false}};
+    const RotaryEpilogue rope{rope_cos_.data(), rope_sin_.data(), D, c.rms_norm_eps};
     {
       PhaseScope ps(Phase::QkvRope, pool_);
       linear_fused(h, T, H, qkv_parts, pool_, &rope);

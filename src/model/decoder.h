@@ -1,6 +1,7 @@
 // The Qwen2 / Llama decoder forward pass on one rank, for a step the planner made
 // (cp/step_planner.h):
-//   embed -> per layer [RMSNorm -> q,k,v proj (+bias) -> RoPE -> attention (one
+//   embed -> per layer [RMSNorm -> q,k,v proj (+bias) (-> per-head q/k RMSNorm, Qwen3)
+//   -> RoPE -> attention (one
 //   StepAttention object, any layout) -> o proj -> residual -> RMSNorm -> gate/up proj ->
 //   SiLU*up -> down proj -> residual] -> the rows that give logits (cp/final_rows.h) ->
 //   final RMSNorm -> LM head.
@@ -48,6 +49,7 @@ class Decoder {
   int tp_size_ = 1;
   int pcp_size_ = 1;  // the LM head is split over tp x pcp ranks
   std::vector<double> inv_freq_;
+  double rope_scale_ = 1.0;  // cos/sin multiplier (YaRN's attention factor)
   // Workspaces, grown to the largest step seen; the per-layer loop allocates nothing.
   std::vector<float> x_, h_, qkv_, attn_, gu_, act_, rope_cos_, rope_sin_, last_,
       local_logits_, gathered_;

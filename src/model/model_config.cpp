@@ -17,7 +17,19 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kSupportedArchitectures = "Qwen2ForCausalLM, LlamaForCausalLM";
+// The architectures cpinfer runs: the config.json name, its model_type, the enum.
+struct KnownArchitecture {
+  const char* name;
+  const char* model_type;
+  Architecture arch;
+};
+constexpr KnownArchitecture kArchitectures[] = {
+    {"Qwen2ForCausalLM", "qwen2", Architecture::Qwen2},
+    {"Qwen3ForCausalLM", "qwen3", Architecture::Qwen3},
+    {"LlamaForCausalLM", "llama", Architecture::Llama},
+};
+constexpr const char* kSupportedArchitectures =
+    "Qwen2ForCausalLM, LlamaForCausalLM, Qwen3ForCausalLM";
 
 std::string type_name(const json& v) {
   if (v.is_number_integer()) return "integer";
@@ -148,28 +160,30 @@ void parse_architecture(const json& root, const Fields& f, ModelConfig& c) {
   } else {
     CPI_CHECK(!model_type.empty(), "{}: required field 'architectures' is missing (and there "
               "is no 'model_type' to fall back on)", f.source());
-    if (model_type == "qwen2") names.push_back("Qwen2ForCausalLM");
-    else if (model_type == "llama") names.push_back("LlamaForCausalLM");
-    else fail("{}: unsupported model_type '{}' (supported: qwen2, llama)", f.source(), model_type);
+    for (const KnownArchitecture& k : kArchitectures)
+      if (model_type == k.model_type) names.push_back(k.name);
+    CPI_CHECK(!names.empty(), "{}: unsupported model_type '{}' (supported: qwen2, qwen3, llama)",
+              f.source(), model_type);
   }
   for (const std::string& n : names) {
-    if (n == "Qwen2ForCausalLM") {
-      c.arch = Architecture::Qwen2;
-    } else if (n == "LlamaForCausalLM") {
-      c.arch = Architecture::Llama;
-    } else {
-      continue;
+    for (const KnownArchitecture& k : kArchitectures) {
+      if (n != k.name) continue;
+      c.arch = k.arch;
+      c.architecture_name = n;
+      c.model_type = k.model_type;
+      CPI_CHECK(model_type.empty() || model_type == c.model_type,
+                "{}: model_type '{}' does not match architecture {} (expected '{}')", f.source(),
+                model_type, n, c.model_type);
+      return;
     }
-    c.architecture_name = n;
-    c.model_type = c.arch == Architecture::Qwen2 ? "qwen2" : "llama";
-    CPI_CHECK(model_type.empty() || model_type == c.model_type,
-              "{}: model_type '{}' does not match architecture {} (expected '{}')", f.source(),
-              model_type, n, c.model_type);
-    return;
   }
   std::string found = names.size() == 1 ? "'" + names[0] + "'" : show(root.at("architectures"));
-  fail("{}: unsupported architecture {} (supported: {})", f.source(), found,
-       kSupportedArchitectures);
+  const bool moe = std::any_of(names.begin(), names.end(), [](const std::string& n) {
+    return n.find("Moe") != std::string::npos || n.find("MoE") != std::string::npos ||
+           n.find("Mixtral") != std::string::npos;
+  });
+  fail("{}: unsupported architecture {} (supported: {}){}", f.source(), found,
+       kSupportedArchitectures, moe ? "; mixture-of-experts models are not supported" : "");
 }
 
 void parse_rope_scaling(const json& root, const Fields& f, ModelConfig& c) {
@@ -178,31 +192,90 @@ void parse_rope_scaling(const json& root, const Fields& f, ModelConfig& c) {
   const json& rs = root.at("rope_scaling");
   CPI_CHECK(rs.is_object(), "{}: field 'rope_scaling' must be null or an object, found {} {}",
             f.source(), type_name(rs), show(rs));
+  // Field names in messages are "rope_scaling.<key>".
   Fields r(rs, f.source());
+  auto key = [](const char* k) { return std::string("rope_scaling.") + k; };
+  auto number = [&](const char* k, double def) {
+    return r.has(k) ? r.as_number(rs.at(k), key(k)) : def;
+  };
+  auto positive = [&](const char* k, double def) {
+    const double v = number(k, def);
+    CPI_CHECK(v > 0, "{}: field '{}' must be positive, found {}", f.source(), key(k), v);
+    return v;
+  };
   std::string type = r.has("rope_type") ? r.string("rope_type", "") : r.string("type", "");
   CPI_CHECK(!type.empty(), "{}: field 'rope_scaling' has no 'rope_type' (or 'type')",
             f.source());
   if (type == "default") return;
-  CPI_CHECK(type == "llama3", "{}: unsupported rope_scaling type '{}' (supported: llama3, "
-            "default)", f.source(), type);
+  CPI_CHECK(type == "llama3" || type == "yarn" || type == "linear",
+            "{}: unsupported rope_scaling type '{}' (supported: default, linear, llama3, yarn){}",
+            f.source(), type, type == "dynamic" ? "; dynamic NTK scaling changes the angles of "
+            "every position as the sequence grows, which keys already in the KV cache cannot "
+            "follow" : "");
   RopeScaling& s = c.rope_scaling;
-  s.type = "llama3";
+  s.type = type;
   CPI_CHECK(r.has("factor"), "{}: field 'rope_scaling.factor' is missing", f.source());
-  s.factor = r.number("factor", 1.0);
-  s.low_freq_factor = r.number("low_freq_factor", s.low_freq_factor);
-  s.high_freq_factor = r.number("high_freq_factor", s.high_freq_factor);
+  s.factor = positive("factor", 1.0);
+  if (type == "linear") return;
+  if (type == "llama3") {
+    s.low_freq_factor = positive("low_freq_factor", s.low_freq_factor);
+    s.high_freq_factor = number("high_freq_factor", s.high_freq_factor);
+    CPI_CHECK(s.high_freq_factor > s.low_freq_factor, "{}: rope_scaling.high_freq_factor ({}) "
+              "must be greater than low_freq_factor ({})", f.source(), s.high_freq_factor,
+              s.low_freq_factor);
+  } else {
+    // yarn: Hugging Face reads "beta_fast or 32", so 0 or null means the default too.
+    s.beta_fast = number("beta_fast", 0.0) == 0.0 ? 32.0 : positive("beta_fast", 32.0);
+    s.beta_slow = number("beta_slow", 0.0) == 0.0 ? 1.0 : positive("beta_slow", 1.0);
+    CPI_CHECK(s.beta_fast > s.beta_slow, "{}: rope_scaling.beta_fast ({}) must be greater than "
+              "beta_slow ({})", f.source(), s.beta_fast, s.beta_slow);
+    if (r.has("attention_factor")) s.attention_factor = positive("attention_factor", 1.0);
+    s.mscale = number("mscale", 0.0);
+    s.mscale_all_dim = number("mscale_all_dim", 0.0);
+    CPI_CHECK(s.mscale >= 0 && s.mscale_all_dim >= 0, "{}: fields 'rope_scaling.mscale' ({}) "
+              "and 'rope_scaling.mscale_all_dim' ({}) must not be negative", f.source(),
+              s.mscale, s.mscale_all_dim);
+    if (r.has("truncate")) {
+      const json& v = rs.at("truncate");
+      CPI_CHECK(v.is_boolean(), "{}: field 'rope_scaling.truncate' must be a boolean, found {} "
+                "{}", f.source(), type_name(v), show(v));
+      s.truncate = v.get<bool>();
+    }
+  }
+  const int64_t def_orig = type == "yarn" ? c.max_position_embeddings
+                                          : s.original_max_position_embeddings;
   s.original_max_position_embeddings =
-      r.integer("original_max_position_embeddings", s.original_max_position_embeddings);
-  CPI_CHECK(s.factor > 0, "{}: field 'rope_scaling.factor' must be positive, found {}",
-            f.source(), s.factor);
-  CPI_CHECK(s.low_freq_factor > 0, "{}: field 'rope_scaling.low_freq_factor' must be positive, "
-            "found {}", f.source(), s.low_freq_factor);
-  CPI_CHECK(s.high_freq_factor > s.low_freq_factor, "{}: rope_scaling.high_freq_factor ({}) "
-            "must be greater than low_freq_factor ({})", f.source(), s.high_freq_factor,
-            s.low_freq_factor);
+      r.has("original_max_position_embeddings")
+          ? r.as_integer(rs.at("original_max_position_embeddings"),
+                         key("original_max_position_embeddings"))
+          : def_orig;
   CPI_CHECK(s.original_max_position_embeddings > 0, "{}: field "
             "'rope_scaling.original_max_position_embeddings' must be positive, found {}",
             f.source(), s.original_max_position_embeddings);
+}
+
+// Sliding-window attention is not implemented: refuse every way a config turns it on.
+// Qwen2/Qwen3 use it only when use_sliding_window is true (their 'sliding_window' is then
+// ignored, as transformers does); a Llama-family config (Mistral-style) uses 'sliding_window'
+// itself when it is set and shorter than the context.
+void check_no_sliding_window(const json& root, const Fields& f, const ModelConfig& c) {
+  CPI_CHECK(!f.boolean("use_sliding_window", false), "{}: use_sliding_window=true is not "
+            "supported (expected false): cpinfer has no sliding-window attention", f.source());
+  if (c.arch == Architecture::Llama && f.has("sliding_window")) {
+    const int64_t w = f.integer("sliding_window");
+    CPI_CHECK(w >= c.max_position_embeddings, "{}: field 'sliding_window' is {}, shorter than "
+              "max_position_embeddings ({}): sliding-window attention is not supported (expected "
+              "null)", f.source(), w, c.max_position_embeddings);
+  }
+  if (f.has("layer_types")) {
+    const json& lt = root.at("layer_types");
+    CPI_CHECK(lt.is_array(), "{}: field 'layer_types' must be a list of strings, found {} {}",
+              f.source(), type_name(lt), show(lt));
+    for (size_t i = 0; i < lt.size(); ++i)
+      CPI_CHECK(lt[i].is_string() && lt[i].get<std::string>() == "full_attention",
+                "{}: field 'layer_types[{}]' is {}; only \"full_attention\" layers are supported "
+                "(no sliding-window attention)", f.source(), i, show(lt[i]));
+  }
 }
 
 void append_unique(std::vector<int32_t>& to, const std::vector<int32_t>& from) {
@@ -286,12 +359,16 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 
   std::string act = f.string("hidden_act", "silu");
   CPI_CHECK(act == "silu", "{}: unsupported hidden_act '{}' (supported: silu)", source, act);
-  CPI_CHECK(!f.boolean("use_sliding_window", false), "{}: use_sliding_window=true is not "
-            "supported (expected false)", source);
+  check_no_sliding_window(root, f, c);
+  const double rotary = f.number("partial_rotary_factor", 1.0);
+  CPI_CHECK(rotary == 1.0, "{}: field 'partial_rotary_factor' is {}; only 1.0 (RoPE over the "
+            "whole head) is supported", source, rotary);
 
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
-  // Qwen2 always has q/k/v biases and no 'attention_bias' field; Llama makes it optional.
+  // Qwen2 always has q/k/v biases and no 'attention_bias' field; Llama and Qwen3 make it
+  // optional (Qwen3's configs say false).
   c.attention_bias = c.arch == Architecture::Qwen2 ? true : f.boolean("attention_bias", false);
+  c.qk_norm = c.arch == Architecture::Qwen3;
   c.mlp_bias = f.boolean("mlp_bias", false);
 
   std::vector<int32_t> bos = f.token_ids("bos_token_id");
@@ -341,13 +418,48 @@ ModelConfig load_model_config(const std::string& model_dir) {
   return c;
 }
 
-// The keys of the real Qwen2.5 / Llama 3.2 config.json files, sorted like transformers
-// writes them, so transformers can load the directory.
+namespace {
+
+const KnownArchitecture& known(Architecture a) {
+  for (const KnownArchitecture& k : kArchitectures)
+    if (k.arch == a) return k;
+  fail("unknown architecture enum value {}", int(a));
+}
+
+// rope_scaling as the real configs write it: Llama 3.1/3.2's keys for llama3, Qwen2.5's
+// model-card block for yarn (plus any field that differs from its default).
+json rope_scaling_to_json(const RopeScaling& s) {
+  if (s.type == "default") return nullptr;
+  if (s.type == "linear") return {{"rope_type", "linear"}, {"factor", s.factor}};
+  if (s.type == "llama3")
+    return {{"rope_type", "llama3"},
+            {"factor", s.factor},
+            {"low_freq_factor", s.low_freq_factor},
+            {"high_freq_factor", s.high_freq_factor},
+            {"original_max_position_embeddings", s.original_max_position_embeddings}};
+  CPI_CHECK(s.type == "yarn", "rope_scaling type '{}' cannot be written", s.type);
+  json j = {{"type", "yarn"},
+            {"factor", s.factor},
+            {"original_max_position_embeddings", s.original_max_position_embeddings}};
+  const RopeScaling def;
+  if (s.beta_fast != def.beta_fast) j["beta_fast"] = s.beta_fast;
+  if (s.beta_slow != def.beta_slow) j["beta_slow"] = s.beta_slow;
+  if (s.attention_factor) j["attention_factor"] = *s.attention_factor;
+  if (s.mscale != 0.0) j["mscale"] = s.mscale;
+  if (s.mscale_all_dim != 0.0) j["mscale_all_dim"] = s.mscale_all_dim;
+  if (!s.truncate) j["truncate"] = false;
+  return j;
+}
+
+}  // namespace
+
+// The keys of the real Qwen2.5 / Qwen3 / Llama 3.2 config.json files, sorted like
+// transformers writes them, so transformers can load the directory.
 nlohmann::json model_config_to_json(const ModelConfig& c) {
   json j;
-  const bool qwen = c.arch == Architecture::Qwen2;
-  j["architectures"] = json::array({qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM"});
-  j["model_type"] = qwen ? "qwen2" : "llama";
+  const KnownArchitecture& arch = known(c.arch);
+  j["architectures"] = json::array({arch.name});
+  j["model_type"] = arch.model_type;
   j["attention_dropout"] = 0.0;
   if (c.bos_token_id) j["bos_token_id"] = *c.bos_token_id;
   if (c.eos_token_ids.size() == 1) j["eos_token_id"] = c.eos_token_ids[0];
@@ -367,22 +479,19 @@ nlohmann::json model_config_to_json(const ModelConfig& c) {
   j["transformers_version"] = "4.45.0";
   j["use_cache"] = true;
   j["vocab_size"] = c.vocab_size;
-  if (c.rope_scaling.type == "llama3") {
-    const RopeScaling& s = c.rope_scaling;
-    j["rope_scaling"] = {{"rope_type", "llama3"},
-                         {"factor", s.factor},
-                         {"low_freq_factor", s.low_freq_factor},
-                         {"high_freq_factor", s.high_freq_factor},
-                         {"original_max_position_embeddings", s.original_max_position_embeddings}};
-  } else {
-    j["rope_scaling"] = nullptr;
-  }
+  j["rope_scaling"] = rope_scaling_to_json(c.rope_scaling);
   const bool derived_head_dim = c.head_dim * c.num_q_heads == c.hidden_size;
-  if (qwen) {
+  if (c.arch == Architecture::Qwen2) {
     // Qwen2 has no head_dim field in older transformers; write it only when it differs.
     if (!derived_head_dim) j["head_dim"] = c.head_dim;
     j["max_window_layers"] = c.num_layers;
     j["sliding_window"] = c.max_position_embeddings;
+    j["use_sliding_window"] = false;
+  } else if (c.arch == Architecture::Qwen3) {
+    j["head_dim"] = c.head_dim;
+    j["attention_bias"] = c.attention_bias;
+    j["max_window_layers"] = c.num_layers;
+    j["sliding_window"] = nullptr;
     j["use_sliding_window"] = false;
   } else {
     j["head_dim"] = c.head_dim;

@@ -1,5 +1,5 @@
 // The model hyper-parameters cpinfer needs, read from a Hugging Face config.json
-// (Qwen2ForCausalLM, LlamaForCausalLM).
+// (Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -10,15 +10,29 @@
 
 namespace cpinfer {
 
-enum class Architecture { Qwen2, Llama };
+// Qwen3 is Qwen2 without q/k/v biases (unless attention_bias) and with a per-head RMSNorm
+// on q and k (q_norm, k_norm) before RoPE.
+enum class Architecture { Qwen2, Llama, Qwen3 };
 
+// config.json's rope_scaling, with Hugging Face's defaults (model/rope.cpp has the math).
 struct RopeScaling {
-  // "default" (none) or "llama3".
+  // "default" (none), "linear", "llama3" or "yarn".
   std::string type = "default";
   double factor = 1.0;
+  // llama3
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
+  // llama3 and yarn (yarn: max_position_embeddings when the field is absent)
   int64_t original_max_position_embeddings = 8192;
+  // yarn: the ramp's bounds in rotations, the attention factor (cos/sin are multiplied by
+  // it; absent: from factor, mscale and mscale_all_dim) and whether the ramp's bounds are
+  // rounded to whole dimensions.
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  std::optional<double> attention_factor;
+  double mscale = 0.0;          // 0: absent
+  double mscale_all_dim = 0.0;  // 0: absent
+  bool truncate = true;
 };
 
 // The sampling values of generation_config.json (absent: not given). They are the defaults
@@ -31,7 +45,7 @@ struct GenerationDefaults {
 struct ModelConfig {
   Architecture arch = Architecture::Qwen2;
   std::string architecture_name;  // as in config.json, e.g. "Qwen2ForCausalLM"
-  std::string model_type;         // "qwen2" | "llama"
+  std::string model_type;         // "qwen2" | "qwen3" | "llama"
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
   int64_t num_layers = 0;
@@ -45,6 +59,7 @@ struct ModelConfig {
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
   bool attention_bias = false;    // q/k/v projection bias (always on for Qwen2)
+  bool qk_norm = false;           // per-head RMSNorm of q and k before RoPE (Qwen3)
   bool mlp_bias = false;
   std::vector<int32_t> eos_token_ids;  // from config.json and generation_config.json
   std::optional<int32_t> bos_token_id;

@@ -1,5 +1,5 @@
-// Rotary-embedding inverse frequencies for a model: theta^(-2i/D), with Llama 3's
-// wavelength-dependent scaling when config.rope_scaling.type == "llama3".
+// Rotary-embedding inverse frequencies for a model: theta^(-2i/D), scaled as
+// config.rope_scaling says (Hugging Face's "linear", "llama3" and "yarn" rope types).
 #pragma once
 #include <vector>
 
@@ -9,5 +9,9 @@ namespace cpinfer {
 
 // [head_dim / 2] inverse frequencies, in double precision.
 std::vector<double> rope_inv_freq(const ModelConfig& config);
+
+// The factor cos and sin are multiplied by (YaRN's "attention factor"; 1 for the other
+// types). Applied to both q and k, it scales every attention logit by its square.
+double rope_attention_factor(const ModelConfig& config);
 
 }  // namespace cpinfer

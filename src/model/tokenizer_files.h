@@ -25,8 +25,9 @@ std::string find_llama3_tokenizer_json();
 // Highest id in model.vocab and added_tokens, + 1.
 int64_t tokenizer_num_ids(const nlohmann::json& tokenizer, const std::string& source);
 
-// tokenizer_config.json in the style of the real model: Qwen2Tokenizer with ChatML for
-// Qwen2, PreTrainedTokenizerFast with the Llama 3 template for Llama.
+// tokenizer_config.json in the style of the real model: Qwen2Tokenizer with Qwen2.5's or
+// Qwen3's chat template for Qwen2 / Qwen3, PreTrainedTokenizerFast with the Llama 3
+// template for Llama.
 // (Keys come out sorted, as transformers writes them.)
 nlohmann::json make_tokenizer_config(const ModelConfig& c, const nlohmann::json& tokenizer);
 

@@ -191,6 +191,10 @@ ModelWeights load_model_weights(const ModelConfig& c, const std::string& model_d
       L.k_bias = slice(vec(p + "self_attn.k_proj.bias", kvd), k0, nk);
       L.v_bias = slice(vec(p + "self_attn.v_proj.bias", kvd), k0, nk);
     }
+    if (c.qk_norm) {  // one [D] weight shared by every head: each TP rank holds all of it
+      L.q_norm = vec(p + "self_attn.q_norm.weight", D);
+      L.k_norm = vec(p + "self_attn.k_norm.weight", D);
+    }
     L.gate = held(row_slice(mat(p + "mlp.gate_proj.weight", {I, H}), f0, nf));
     L.up = held(row_slice(mat(p + "mlp.up_proj.weight", {I, H}), f0, nf));
     L.down = held(col_slice(mat(p + "mlp.down_proj.weight", {H, I}), f0, nf));

@@ -17,6 +17,7 @@ struct LayerWeights {
   WeightView q, k, v, o;       // [Hq*D, H], [Hkv*D, H], [Hkv*D, H], [H, Hq*D]
   WeightView gate, up, down;   // [I, H], [I, H], [H, I]
   std::vector<float> q_bias, k_bias, v_bias;  // empty when the model has none
+  std::vector<float> q_norm, k_norm;  // [D] per-head RMSNorm weights (Qwen3); else empty
   std::vector<float> input_norm, post_attention_norm;  // [H]
 };
 

@@ -20,14 +20,7 @@ cp_runs "$TMP/base" "$all"  # one rank
 failures=0
 for layout in $LAYOUTS; do
   IFS=, read -r tp pcp dcp il <<<"$layout"
-  lens=$(lens_of "$pcp")
-  out="$TMP/run-$tp-$pcp-$dcp-$il"
-  cp_runs "$out" "$lens" -tp "$tp" -pcp "$pcp" -dcp "$dcp" --cp-kv-cache-interleave-size "$il"
-  for n in $lens; do
-    node "$SRC/tests/tools/compare_runs.js" "$TMP/base-$n.json" "$TMP/base-$n.bin" \
-      "$out-$n.json" "$out-$n.bin" 1e-3 "tp $tp pcp $pcp dcp $dcp interleave $il, prompt $n" ||
-      failures=$((failures + 1))
-  done
+  cp_layout_matches "$TMP/base" "$TMP/run-$tp-$pcp-$dcp-$il" "$(lens_of "$pcp")" "$layout"
 done
 [[ $failures -eq 0 ]] || { echo "FAIL: $failures layout/length combinations differ"; exit 1; }
 echo "cp_equivalence_test: all layouts match the single-rank run"

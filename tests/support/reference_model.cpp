@@ -98,7 +98,9 @@ struct ReferenceModel::Impl {
   int64_t H, I, L, Hq, Hkv, D, V;
   double eps, theta;
   bool tied;
+  bool qk_norm;  // Qwen3
   std::vector<double> inv_freq;
+  double rope_mult = 1.0;  // YaRN: cos and sin are multiplied by its attention factor
   const RawTensor& get(const std::string& n) const {
     auto it = t.find(n);
     if (it == t.end()) throw std::runtime_error("reference: missing tensor " + n);
@@ -121,13 +123,20 @@ ReferenceModel::ReferenceModel(const std::string& dir) : impl_(new Impl) {
   m.eps = m.cfg["rms_norm_eps"];
   m.theta = m.cfg["rope_theta"];
   m.tied = m.cfg.value("tie_word_embeddings", false);
-  for (int64_t i = 0; i < m.D / 2; ++i) {
-    double f = 1.0 / std::pow(m.theta, double(2 * i) / double(m.D));
+  m.qk_norm = m.cfg.value("model_type", "") == "qwen3";
+  nlohmann::json rs = m.cfg.contains("rope_scaling") ? m.cfg["rope_scaling"] : nlohmann::json();
+  std::string type = "default";
+  if (rs.is_object()) type = rs.contains("rope_type") ? rs["rope_type"] : rs["type"];
+  for (int64_t i = 0; i < m.D / 2; ++i)
+    m.inv_freq.push_back(1.0 / std::pow(m.theta, double(2 * i) / double(m.D)));
+  if (type == "linear") {
+    // Position p is used as p / factor.
+    for (double& f : m.inv_freq) f = f / double(rs["factor"]);
+  } else if (type == "llama3") {
     // Llama 3 rope scaling, straight from its definition.
-    if (m.cfg.contains("rope_scaling") && !m.cfg["rope_scaling"].is_null()) {
-      auto rs = m.cfg["rope_scaling"];
-      double factor = rs["factor"], lo = rs["low_freq_factor"], hi = rs["high_freq_factor"];
-      double old_ctx = rs["original_max_position_embeddings"];
+    double factor = rs["factor"], lo = rs["low_freq_factor"], hi = rs["high_freq_factor"];
+    double old_ctx = rs["original_max_position_embeddings"];
+    for (double& f : m.inv_freq) {
       double wavelen = 2 * M_PI / f;
       if (wavelen > old_ctx / lo) f = f / factor;
       else if (wavelen >= old_ctx / hi) {
@@ -135,7 +144,45 @@ ReferenceModel::ReferenceModel(const std::string& dir) : impl_(new Impl) {
         f = (1 - smooth) * f / factor + smooth * f;
       }
     }
-    m.inv_freq.push_back(f);
+  } else if (type == "yarn") {
+    // YaRN from the paper's definitions (Peng et al. 2023, "NTK-by-parts" + attention
+    // temperature), with Hugging Face's defaults and its rounding of the ramp's ends.
+    auto num = [&](const char* k, double def) {
+      return rs.contains(k) && !rs[k].is_null() && double(rs[k]) != 0 ? double(rs[k]) : def;
+    };
+    const double s = rs["factor"];
+    const double L = rs.contains("original_max_position_embeddings")
+                         ? double(rs["original_max_position_embeddings"])
+                         : double(m.cfg["max_position_embeddings"]);
+    const double alpha = num("beta_slow", 1), beta = num("beta_fast", 32);
+    const bool truncate = rs.value("truncate", true);
+    // Dimension pair d (of D/2) has wavelength 2 pi theta^(2d/D) and so makes
+    // r(d) = L / wavelength turns over the original context. Its ramp
+    // gamma(r) = 0 for r < alpha, 1 for r > beta, linear in d between those pairs.
+    auto pair_at = [&](double r) {  // the (fractional) pair that turns r times
+      return double(m.D) * std::log(L / (2 * M_PI * r)) / (2 * std::log(m.theta));
+    };
+    double lo = pair_at(beta), hi = pair_at(alpha);
+    if (truncate) { lo = std::floor(lo); hi = std::ceil(hi); }
+    lo = std::max(lo, 0.0);
+    hi = std::min(hi, double(m.D - 1));
+    if (hi == lo) hi = lo + 0.001;
+    for (size_t d = 0; d < m.inv_freq.size(); ++d) {
+      double t = (double(d) - lo) / (hi - lo);
+      double interp = t < 0 ? 0 : t > 1 ? 1 : t;  // 1: fully interpolated (theta_d / s)
+      double theta_d = m.inv_freq[d];
+      m.inv_freq[d] = (1 - interp) * theta_d + interp * theta_d / s;
+    }
+    // sqrt(1/t) = 0.1 ln(s) + 1 in the paper; DeepSeek's mscale / mscale_all_dim variant.
+    auto mscale = [&](double ms) { return s <= 1 ? 1.0 : 0.1 * ms * std::log(s) + 1; };
+    if (rs.contains("attention_factor") && !rs["attention_factor"].is_null())
+      m.rope_mult = rs["attention_factor"];
+    else if (num("mscale", 0) != 0 && num("mscale_all_dim", 0) != 0)
+      m.rope_mult = mscale(num("mscale", 0)) / mscale(num("mscale_all_dim", 0));
+    else
+      m.rope_mult = mscale(1);
+  } else if (type != "default") {
+    throw std::runtime_error("reference: rope type " + type);
   }
 }
 
@@ -157,7 +204,8 @@ std::vector<double> ReferenceModel::logits(const std::vector<int32_t>& tokens,
       for (int64_t h = 0; h < heads; ++h) {
         double* v = &a[size_t((p * heads + h) * D)];
         for (int64_t i = 0; i < D / 2; ++i) {
-          double ang = double(p) * m.inv_freq[size_t(i)], c = std::cos(ang), s = std::sin(ang);
+          double ang = double(p) * m.inv_freq[size_t(i)];
+          double c = std::cos(ang) * m.rope_mult, s = std::sin(ang) * m.rope_mult;
           double x1 = v[i], x2 = v[i + D / 2];
           v[i] = x1 * c - x2 * s;
           v[i + D / 2] = x2 * c + x1 * s;
@@ -183,6 +231,11 @@ std::vector<double> ReferenceModel::logits(const std::vector<int32_t>& tokens,
           v[size_t(i * Hkv * D + j)] += vb[size_t(j)];
         }
       }
+    }
+    if (m.qk_norm) {
+      // Qwen3: RMSNorm over each head's D values (rows of [n * heads, D]), before RoPE.
+      rmsnorm(q, n * Hq, D, m.get(p + "self_attn.q_norm.weight").to_double(), m.eps);
+      rmsnorm(k, n * Hkv, D, m.get(p + "self_attn.k_norm.weight").to_double(), m.eps);
     }
     rope(q, Hq);
     rope(k, Hkv);

@@ -1,5 +1,6 @@
-// A float64 reference forward pass of the Qwen2 / Llama decoder, written plainly and
-// sharing no code with the engine's kernels, model or attention: the test oracle.
+// A float64 reference forward pass of the Qwen2 / Qwen3 / Llama decoder (Qwen3's per-head
+// q/k norm; rope_scaling linear, llama3 and yarn), written plainly and sharing no code with
+// the engine's kernels, model or attention: the test oracle.
 // Weights come from the same safetensors files (widened to double on the fly).
 #pragma once
 #include <cstdint>

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fmt/format.h>
+#include <functional>
+#include <nlohmann/json.hpp>
 
 #include "model/synthetic_model.h"
 
@@ -21,25 +23,47 @@ std::string make_temp_dir(const std::string& tag) {
   return tmpl;
 }
 
-std::string test_model(const std::string& preset, int num_layers, DType dtype, uint64_t seed) {
+namespace {
+
+// Writes the model of `o` (out_dir unset) as <build>/test_models/NAME once.
+std::string cached_model(const std::string& name, MakeModelOptions o) {
   fs::path root = fs::path(CPINFER_BINARY_DIR) / "test_models";
-  fs::path dir = root / fmt::format("{}-L{}-{}-s{}", preset, num_layers, dtype_name(dtype), seed);
+  fs::path dir = root / name;
   if (fs::exists(dir / "model.safetensors")) return dir.string();
   fs::create_directories(root);
   // Build in a private directory, then rename: a concurrent test sees all or nothing.
   fs::path tmp = root / fmt::format(".tmp-{}-{}", dir.filename().string(), ::getpid());
-  MakeModelOptions o;
-  o.preset = preset;
   o.out_dir = tmp.string();
-  o.num_layers = num_layers;
-  o.dtype = dtype;
-  o.seed = seed;
   o.tokenizer_json = qwen_tokenizer_json();
   make_model(o);
   std::error_code ec;
   fs::rename(tmp, dir, ec);
   if (ec) fs::remove_all(tmp);  // another process won the race; its model is identical
   return dir.string();
+}
+
+}  // namespace
+
+std::string test_model(const std::string& preset, int num_layers, DType dtype, uint64_t seed) {
+  MakeModelOptions o;
+  o.preset = preset;
+  o.num_layers = num_layers;
+  o.dtype = dtype;
+  o.seed = seed;
+  return cached_model(fmt::format("{}-L{}-{}-s{}", preset, num_layers, dtype_name(dtype), seed),
+                      o);
+}
+
+std::string test_model_config(const std::string& name, const ModelConfig& config, DType dtype,
+                              uint64_t seed) {
+  MakeModelOptions o;
+  o.preset = name;
+  o.config = config;
+  o.dtype = dtype;
+  o.seed = seed;
+  // The config's hash in the name: a test that changes its config gets a new model.
+  const size_t h = std::hash<std::string>{}(model_config_to_json(config).dump());
+  return cached_model(fmt::format("{}-{}-s{}-{:016x}", name, dtype_name(dtype), seed, h), o);
 }
 
 }  // namespace cpinfer::testing

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "model/model_config.h"
 
 namespace cpinfer::testing {
 
@@ -12,6 +13,11 @@ std::string qwen_tokenizer_json();
 // A model directory made by make_model(preset, layers, dtype, seed) under
 // <build>/test_models/, created on first use (atomically: safe with parallel ctest).
 std::string test_model(const std::string& preset, int num_layers, DType dtype, uint64_t seed = 1);
+
+// Like test_model, for a config of the test's own (e.g. a preset's features in smaller
+// shapes), cached under `name` and the config's hash.
+std::string test_model_config(const std::string& name, const ModelConfig& config, DType dtype,
+                              uint64_t seed = 1);
 
 // A fresh empty temporary directory (removed by the caller or left in /tmp).
 std::string make_temp_dir(const std::string& tag);

