@@ -38,7 +38,9 @@ KvCacheShape cache_shape(const ModelConfig& c, const ShardSpec& sh, const Runner
 ModelWeights load_weights(const ModelConfig& c, const std::string& model_dir,
                           const ShardSpec& shard, const RunnerOptions& o, ThreadPool& pool,
                           bool log) {
-  ModelWeights w = load_model_weights(c, model_dir, shard);
+  // Quantized: each matrix leaves the resident set once checked, before its conversion.
+  ModelWeights w = load_model_weights(c, model_dir, shard,
+                                      o.quantization != WeightQuantization::None);
   if (o.quantization == WeightQuantization::Int8) {
     const QuantizationReport r = quantize_weights_q8_0(w, c, pool);
     if (log)

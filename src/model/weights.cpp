@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/progress.h"
 
 namespace cpinfer {
@@ -136,7 +137,7 @@ ShardSpec tp_shard(const ModelConfig& c, const ParallelLayout& layout) {
 }
 
 ModelWeights load_model_weights(const ModelConfig& c, const std::string& model_dir,
-                                const ShardSpec& shard) {
+                                const ShardSpec& shard, bool release_checked) {
   CPI_CHECK(!c.mlp_bias, "config.json sets mlp_bias=true, which cpinfer does not support");
   ModelWeights w;
   w.shard = shard;
@@ -155,6 +156,8 @@ ModelWeights load_model_weights(const ModelConfig& c, const std::string& model_d
   };
   auto held = [&](WeightView v) {  // the part this rank keeps, read in now and checked
     scan_finite(v, *last);
+    if (release_checked)
+      release_mapped_pages(v.data, size_t(v.rows) * size_t(v.ld) * dtype_size(v.dtype));
     return v;
   };
   auto vec = [&](const std::string& name, int64_t n) {

@@ -55,7 +55,10 @@ struct ModelWeights {
 // Checks every tensor's presence, dtype and shape against the config (errors name the
 // tensor, the file, the expected and found shape) and builds the views.
 // Only this rank's shard is read from the mapped file.
+// release_checked: drop each matrix's mapped pages from the resident set right after its
+// check (for weights that will be converted, e.g. quantized: the converter reads them again
+// from the page cache, and the process never holds the whole checkpoint at once).
 ModelWeights load_model_weights(const ModelConfig& config, const std::string& model_dir,
-                                const ShardSpec& shard);
+                                const ShardSpec& shard, bool release_checked = false);
 
 }  // namespace cpinfer
