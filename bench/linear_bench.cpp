@@ -1,5 +1,5 @@
 // linear() on Qwen2.5-0.5B shapes: decode (M = 1, weight GB/s), decode batches (M = 8 to
-// 64, GFLOP/s) and prefill (M = 512, GFLOP/s), bf16 and f32 weights, 1 and 2 threads,
+// 64, GFLOP/s) and prefill (M = 512, GFLOP/s), bf16, f32 and Q8_0 weights, 1 and 2 threads,
 // each ISA this CPU supports.
 //
 // Decode streams weights from DRAM as in a real forward pass: the benchmark cycles through
@@ -25,6 +25,7 @@
 #include "core/thread_pool.h"
 #include "kernels/linear.h"
 #include "kernels/linear_impl.h"
+#include "kernels/quantize.h"
 
 #ifdef CPINFER_HAVE_DNNL
 #include <dnnl.hpp>
@@ -57,13 +58,19 @@ void BM_linear(benchmark::State& state, Shape shape, DType dtype, int64_t M, int
   set_active_isa(isa);
   linear_impl::force_path(path);
   const int64_t N = shape.N, K = shape.K;
-  const size_t wbytes = size_t(N * K) * dtype_size(dtype);
+  const size_t wbytes = size_t(dtype_bytes(dtype, N * K));
   const size_t copies = cold ? std::max<size_t>(2, (size_t(256) << 20) / wbytes + 1) : 1;
   std::vector<std::vector<uint8_t>> w(copies, std::vector<uint8_t>(wbytes));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
   for (auto& c : w) {
-    if (dtype == DType::F32) {
+    if (dtype == DType::Q8_0) {  // each row quantized (K is a multiple of 32 in every shape)
+      std::vector<float> row(static_cast<size_t>(K));
+      for (int64_t r = 0; r < N; ++r) {
+        for (auto& v : row) v = dist(rng);
+        quantize_row_q8_0(row.data(), K, c.data() + r * dtype_bytes(dtype, K));
+      }
+    } else if (dtype == DType::F32) {
       for (size_t i = 0; i < wbytes / 4; ++i) {
         float v = dist(rng);
         std::memcpy(c.data() + 4 * i, &v, 4);
@@ -169,7 +176,7 @@ void register_all() {
               "for the onednn/ A/B)\n");
 #endif
   for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Generic}) {
-    for (DType dtype : {DType::BF16, DType::F32}) {
+    for (DType dtype : {DType::BF16, DType::F32, DType::Q8_0}) {
       for (const Shape& s : kShapes) {
         for (int64_t M : {int64_t(1), int64_t(4), int64_t(8), int64_t(16), int64_t(32), int64_t(64), int64_t(128), int64_t(256),
                           int64_t(512), int64_t(2048)}) {
@@ -186,7 +193,7 @@ void register_all() {
                          {linear_impl::Path::Gemm, "/path:gemm"}};
               for (auto [path, path_name] : paths) {
               std::string name = std::string(isa_name(isa)) + "/" +
-                                 (dtype == DType::F32 ? "f32" : "bf16") + "/" + s.name +
+                                 (dtype == DType::F32 ? "f32" : dtype == DType::BF16 ? "bf16" : "q8_0") + "/" + s.name +
                                  "/K:" + std::to_string(s.K) + "/N:" + std::to_string(s.N) +
                                  "/M:" + std::to_string(M) + "/threads:" +
                                  std::to_string(threads) + (cold ? "" : "/hot") + path_name;

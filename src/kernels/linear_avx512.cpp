@@ -78,38 +78,59 @@ void widen(const void* src, DType dtype, int64_t n, float* dst) {
 struct Gemv {
   // row() over Q8_0 blocks (K a multiple of 32): a block's two halves of 16 int8 widened
   // (vpmovsxbd + vcvtdq2ps) and scaled by d, which is exact (an 11-bit scale times an 8-bit
-  // integer). Blocks alternate between two pairs of accumulators per x row, so four FMA
-  // chains hide the latency. Example, K 96: blocks 0 and 2 add into acc[m][0..1], block 1
-  // into acc[m][2..3].
+  // integer). Blocks go in pairs, each into its own two accumulators per x row, so four
+  // FMA chains hide the latency (fixed registers: accumulators picked by an index known
+  // only at run time would live in memory). Example, K 96: blocks 0 and 2 add into
+  // a0, a1, block 1 into a2, a3.
+  // Dequantized block at wp: w0 = its elements 0-15, w1 = 16-31.
+  static inline void load_block_q8_0(const char* wp, __m512& w0, __m512& w1) {
+    uint16_t d_bits;
+    std::memcpy(&d_bits, wp, 2);
+    const __m512 d = _mm512_set1_ps(_cvtsh_ss(d_bits));
+    w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 2)))), d);
+    w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 18)))), d);
+  }
+
   template <int MM>
   static void row_q8_0(const float* x, int64_t ldx, const char* wp, int64_t K, float bias,
                        bool accumulate, float* y, int64_t ldy, const char* pf) {
-    __m512 acc[MM][4];
+    __m512 a0[MM], a1[MM], a2[MM], a3[MM];
 #pragma GCC unroll 4
-    for (int m = 0; m < MM; ++m)
-#pragma GCC unroll 4
-      for (int u = 0; u < 4; ++u) acc[m][u] = _mm512_setzero_ps();
-    int64_t b = 0;
-    for (int64_t k = 0; k < K; k += kQ8BlockElems, wp += kQ8BlockBytes, ++b) {
-      if (pf) _mm_prefetch(pf + b * kQ8BlockBytes, _MM_HINT_T0);
-      uint16_t d_bits;
-      std::memcpy(&d_bits, wp, 2);
-      const __m512 d = _mm512_set1_ps(_cvtsh_ss(d_bits));
-      const __m512 w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 2)))), d);
-      const __m512 w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 18)))), d);
-      const int u = int(b & 1) * 2;
+    for (int m = 0; m < MM; ++m) a0[m] = a1[m] = a2[m] = a3[m] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 2 * kQ8BlockElems <= K; k += 2 * kQ8BlockElems, wp += 2 * kQ8BlockBytes) {
+      if (pf) {
+        _mm_prefetch(pf, _MM_HINT_T0);
+        _mm_prefetch(pf + 64, _MM_HINT_T0);
+        pf += 2 * kQ8BlockBytes;
+      }
+      __m512 w0, w1, w2, w3;
+      load_block_q8_0(wp, w0, w1);
+      load_block_q8_0(wp + kQ8BlockBytes, w2, w3);
 #pragma GCC unroll 4
       for (int m = 0; m < MM; ++m) {
-        acc[m][u] = _mm512_fmadd_ps(_mm512_loadu_ps(x + m * ldx + k), w0, acc[m][u]);
-        acc[m][u + 1] = _mm512_fmadd_ps(_mm512_loadu_ps(x + m * ldx + k + 16), w1, acc[m][u + 1]);
+        const float* xm = x + m * ldx + k;
+        a0[m] = _mm512_fmadd_ps(_mm512_loadu_ps(xm), w0, a0[m]);
+        a1[m] = _mm512_fmadd_ps(_mm512_loadu_ps(xm + 16), w1, a1[m]);
+        a2[m] = _mm512_fmadd_ps(_mm512_loadu_ps(xm + 32), w2, a2[m]);
+        a3[m] = _mm512_fmadd_ps(_mm512_loadu_ps(xm + 48), w3, a3[m]);
+      }
+    }
+    if (k < K) {  // an odd last block
+      if (pf) _mm_prefetch(pf, _MM_HINT_T0);
+      __m512 w0, w1;
+      load_block_q8_0(wp, w0, w1);
+#pragma GCC unroll 4
+      for (int m = 0; m < MM; ++m) {
+        a0[m] = _mm512_fmadd_ps(_mm512_loadu_ps(x + m * ldx + k), w0, a0[m]);
+        a1[m] = _mm512_fmadd_ps(_mm512_loadu_ps(x + m * ldx + k + 16), w1, a1[m]);
       }
     }
 #pragma GCC unroll 4
     for (int m = 0; m < MM; ++m) {
-      const __m512 s = _mm512_add_ps(_mm512_add_ps(acc[m][0], acc[m][1]),
-                                     _mm512_add_ps(acc[m][2], acc[m][3]));
+      const __m512 s = _mm512_add_ps(_mm512_add_ps(a0[m], a1[m]), _mm512_add_ps(a2[m], a3[m]));
       y[m * ldy] = (accumulate ? y[m * ldy] : bias) + _mm512_reduce_add_ps(s);
     }
   }
