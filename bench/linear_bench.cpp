@@ -162,6 +162,9 @@ void register_onednn() {
                                    "/threads:" + std::to_string(threads);
           benchmark::RegisterBenchmark(name.c_str(), BM_onednn, s, bf16_math, M, threads)
               ->UseRealTime()
+              ->ComputeStatistics("max", [](const std::vector<double>& v) {
+                return *std::max_element(v.begin(), v.end());
+              })
               ->Unit(benchmark::kMillisecond)
               ->MinTime(1.0);
         }
