@@ -9,8 +9,8 @@
 #   kill-prefill  kill -9 rank 2 (host B) while two ~10000-token prompts are being prefilled
 #   kill-decode   kill -9 rank 2 (host B) while two requests decode
 #   cut-2s        host B's end of the veth pair down for 2 s (`ip link set down`), then up
-#   cut-60s       the same for 60 s
-#   stop-30s      SIGSTOP rank 3 (host B) for 30 s, then SIGCONT
+#   cut-60s       the same for 60 s (any cut-Ns: N s)
+#   stop-30s      SIGSTOP rank 3 (host B) for 30 s, then SIGCONT (any stop-Ns: N s)
 # Every 0.1 s after the fault: /health, the clients, the job, the processes left. Every wait
 # is bounded: a client that has not ended by the run's limit is recorded as a hang. Records:
 # whether the job survived, detection times (fault -> /health non-200, -> each client's end
@@ -139,9 +139,8 @@ run_fault() {  # run_fault NAME
   case $name in
     kill-prefill) phase=prefill ;;
     kill-decode) ;;
-    cut-2s) restore_at=2; limit=150 ;;
-    cut-60s) restore_at=60; limit=150 ;;
-    stop-30s) restore_at=30; limit=180; victim=3 ;;
+    cut-*s) restore_at=${name#cut-}; restore_at=${restore_at%s}; limit=$((restore_at + 90)) ;;
+    stop-*s) restore_at=${name#stop-}; restore_at=${restore_at%s}; limit=$((restore_at + 150)); victim=3 ;;
     *) fail "unknown fault $name" ;;
   esac
   D=$TMP/$name; mkdir -p "$D"
@@ -187,7 +186,7 @@ run_fault() {  # run_fault NAME
   echo "$name: fault at +$(awk -v a="$t_sent" -v b="$T0" 'BEGIN { printf "%.1f", b - a }') s after the requests were sent (running: ${running:-?}, waiting: ${waiting:-?}, streamed chunks so far: $tokens_before)"
   # Observe, every 0.1 s, until both clients and the job have ended (or the job survived and
   # both clients ended after the restore), at most $limit s.
-  local t_health="" health_code="" t_job="" t_noproc="" t_ranks="" t_restored="" t_stream_err="" procs_cut=""
+  local t_health="" health_code="" t_job="" t_noproc="" t_ranks="" t_restored="" procs_cut=""
   local t h
   while :; do
     t=$(since "$T0")
@@ -201,7 +200,6 @@ run_fault() {  # run_fault NAME
       h=$(nsa curl -s -m 1 -o "$D/health.json" -w '%{http_code}' "$URL/health" || true)
       [[ $h == 200 ]] || { t_health=$t; health_code=$h; cp "$D/health.json" "$D/health_bad.json" 2>/dev/null || true; }
     fi
-    if [[ -z $t_stream_err ]] && grep -q '^data: {"error"' "$D/stream.out" 2>/dev/null; then t_stream_err=$t; fi
     if [[ -z $t_ranks && -z $(rank_pids) ]]; then t_ranks=$t; fi
     if [[ -z $t_noproc && -z $(job_pids) ]]; then t_noproc=$t; fi
     if [[ -f $D/stream.end && -f $D/whole.end ]]; then
@@ -233,7 +231,8 @@ run_fault() {  # run_fault NAME
   fi
   left=$(procs_left)
   # The streamed client's longest wait between two SSE lines, and when it began (from the fault).
-  local gap
+  local gap t_stream_err  # the error event's arrival time, from the SSE line's timestamp
+  t_stream_err=$(awk -v a="$T0" -F'\t' '$2 ~ /^data: {"error"/ { printf "%.2f", $1 - a; exit }' "$D/stream.ts" 2>/dev/null || true)
   gap=$(awk -v a="$T0" 'NR > 1 && $1 - p > m { m = $1 - p; at = p - a } { p = $1 }
                         END { if (NR > 1) printf "%.2f %.2f", m, at }' "$D/stream.ts" 2>/dev/null || true)
   local line
