@@ -55,16 +55,9 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "fault_table: $*" >&2; exit 1; }
 
-ip netns add "$NS_A"
-ip netns add "$NS_B"
-ip link add "$VETH_A" type veth peer name "$VETH_B"
-two_hosts_wire
-two_hosts_agent "$TMP/agent.sh"
-printf '%s slots=2\n%s slots=2\n' "$IP_A" "$IP_B" >"$TMP/hosts"
-MPIRUN=(ip netns exec "$NS_A" mpirun --hostfile "$TMP/hosts" --bind-to none -np 4 --map-by slot
-        --mca plm_rsh_agent "$TMP/agent.sh"
-        --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET"
-        --mca mpi_yield_when_idle 1 -x CPINFER_THREADS_PER_RANK=1)
+two_hosts_up
+two_hosts_mpirun "$TMP" 2
+MPIRUN+=(-np 4 --map-by slot -x CPINFER_THREADS_PER_RANK=1)
 nsa() { ip netns exec "$NS_A" "$@"; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
