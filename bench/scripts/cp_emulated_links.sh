@@ -32,16 +32,9 @@ cleanup() {
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-ip netns add "$NS_A"
-ip netns add "$NS_B"
-ip link add "$VETH_A" mtu 9000 type veth peer name "$VETH_B" mtu 9000
-two_hosts_wire
-two_hosts_agent "$TMP/agent.sh"
-printf '%s slots=1\n%s slots=1\n' "$IP_A" "$IP_B" >"$TMP/hosts"
-MPIRUN=(ip netns exec "$NS_A" mpirun --hostfile "$TMP/hosts" --bind-to none -np 2 --map-by node
-        --mca plm_rsh_agent "$TMP/agent.sh"
-        --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET"
-        --mca mpi_yield_when_idle 1 -x CPINFER_THREADS_PER_RANK=1)
+two_hosts_up mtu 9000
+two_hosts_mpirun "$TMP" 1
+MPIRUN+=(-np 2 --map-by node -x CPINFER_THREADS_PER_RANK=1)
 lscpu | grep "Model name"
 record() {  # record TAG RATE JSON_FILE OTHER_JIFFIES
   node -e 'const fs=require("fs"); const [tag, rate, f, other] = process.argv.slice(1);

@@ -97,13 +97,13 @@ void install_stop_handler(bool driver) {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-// The death of a rank (dist/watchdog.h), on rank 0's watchdog thread: new requests and
+// The loss of a rank (dist/watchdog.h: it died, or is unreachable), on rank 0's watchdog thread: new requests and
 // /health answer 503 naming the rank, requests in flight get the error, then the process
 // exits without any collective (the engine thread may be blocked in one for good). The other
 // ranks exit when they see rank 0 go; mpirun, seeing a rank die, ends the job too.
 std::atomic<Engine*> g_engine{nullptr};
-[[noreturn]] void on_rank_lost(int rank, const std::string& where) {
-  const std::string why = fmt::format("rank {} died ({}); shutting down", rank, where);
+[[noreturn]] void on_rank_lost(int rank, const std::string& what) {
+  const std::string why = fmt::format("rank {} {}; shutting down", rank, what);
   std::fprintf(stderr, "cpinfer: %s\n", why.c_str());
   std::fflush(stderr);
   if (Engine* e = g_engine.load()) {
@@ -116,7 +116,7 @@ std::atomic<Engine*> g_engine{nullptr};
            (clock::now() - t0 < std::chrono::seconds(1) || e->num_live_channels() > 0))
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::fprintf(stderr, "cpinfer: rank 0: exiting after the death of rank %d\n", rank);
+  std::fprintf(stderr, "cpinfer: rank 0: exiting after the loss of rank %d\n", rank);
   std::fflush(stderr);
   std::_Exit(1);
 }

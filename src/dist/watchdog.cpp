@@ -111,10 +111,13 @@ void worker_thread(Setup setup, int my_rank) {
     const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);  // rank 0 never sends: EOF or error
     if (n > 0 || (n < 0 && errno == EINTR)) continue;
     if (g_disarmed.load()) return;  // rank 0 left after a normal shutdown
-    std::fprintf(stderr,
-                 "cpinfer: rank %d: lost rank 0 (its process exited or its host is unreachable); "
-                 "exiting\n",
-                 my_rank);
+    const std::string why =
+        n == 0 ? std::string("its process exited")
+               : errno == ETIMEDOUT
+                     ? std::string("unreachable: no answer to TCP keepalive probes for ~7 s; its "
+                                   "host is down or the network to it is cut")
+                     : fmt::format("unreachable: {}", std::strerror(errno));
+    std::fprintf(stderr, "cpinfer: rank %d: lost rank 0 (%s); exiting\n", my_rank, why.c_str());
     std::fflush(stderr);
     ::_exit(1);
   }

@@ -14,10 +14,13 @@
 // socket (and a worker on rank 0's). TCP keepalive (2 s idle, 1 s interval, 5 probes)
 // covers a host that vanishes without closing.
 //
-// On rank 0 the loss of rank r calls `on_lost(r, description)` on the watchdog thread; the
-// caller fails the server and exits. On another rank the loss of rank 0 prints
-// "cpinfer: rank R: lost rank 0 (...); exiting" and ends the process (_exit(1)): rank 0
-// exiting after a failure thus takes down every rank still blocked in a collective.
+// On rank 0 the loss of rank r calls `on_lost(r, description)` on the watchdog thread, with
+// description "died (pid P on HOST)" (its connection closed) or "is unreachable (pid P on
+// HOST: ...)" (keepalive probes unanswered); the caller fails the server and exits. On another
+// rank the loss of rank 0 prints "cpinfer: rank R: lost rank 0 (...); exiting", saying which
+// of the two it was, and ends the process (_exit(1)): rank 0 exiting after a failure thus
+// takes down every rank still blocked in a collective, and a rank cut off from rank 0 ends
+// by itself.
 // disarm() before a normal shutdown, so that ranks leaving cleanly are not reported.
 #pragma once
 #include <functional>

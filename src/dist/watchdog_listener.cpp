@@ -45,13 +45,23 @@ std::string peer_name(int fd) {
   return fmt::format("{}:{}", ip, ntohs(a.sin_port));
 }
 
-// True when the peer's end is closed or broken (EOF or error); drains stray bytes.
-bool peer_gone(int fd) {
+// The peer's end is closed or broken: "" while it is not; otherwise what happened, as a verb
+// phrase after "rank N", with *detail the reason (empty for EOF). Drains stray bytes.
+std::string peer_gone(int fd, std::string* detail) {
   char buf[64];
   const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-  if (n > 0) return false;
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
-  return true;
+  if (n > 0) return "";
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return "";
+  if (n == 0) return "died";  // EOF: its kernel closed the connection, the process ended
+  const int e = errno;
+  if (e == ETIMEDOUT) {  // keepalive probes unanswered: the process may still run
+    *detail = "no answer to TCP keepalive probes for ~7 s: its host is down or the network to "
+              "it is cut";
+    return "is unreachable";
+  }
+  *detail = std::strerror(e);
+  if (e == EHOSTUNREACH || e == ENETUNREACH) return "is unreachable";
+  return "died";  // a reset: its host no longer knows the connection
 }
 
 }  // namespace
@@ -191,10 +201,14 @@ void WatchdogListener::run(const std::atomic<bool>& stop, const std::function<bo
                    pending_.end());
     // Registered ranks: a closed connection is a dead rank.
     for (size_t i = first_peer; r > 0 && i < fds.size(); ++i) {
-      if (fds[i].revents == 0 || !peer_gone(fds[i].fd)) continue;
+      if (fds[i].revents == 0) continue;
+      std::string detail;
+      const std::string what = peer_gone(fds[i].fd, &detail);
+      if (what.empty()) continue;
       if (disarmed()) return;  // normal shutdown: ranks are leaving
       const Peer& p = peers_[i - first_peer];
-      on_lost_(p.hello.rank, fmt::format("pid {} on {}", p.hello.pid, p.hello.host));
+      on_lost_(p.hello.rank, fmt::format("{} (pid {} on {}{}{})", what, p.hello.pid, p.hello.host,
+                                         detail.empty() ? "" : ": ", detail));
       return;
     }
     if (r > 0 && first_pending == 1 && listen_fd_ >= 0 && (fds[0].revents & POLLIN)) accept_new();

@@ -38,6 +38,9 @@ class WatchdogListener {
   static constexpr int kMaxPending = 64;
   static constexpr int kHelloTimeoutMs = 5000;
 
+  // description: what happened, to follow "rank N": "died (pid P on HOST)" when its
+  // connection closed (the process ended), "is unreachable (pid P on HOST: why)" when it broke
+  // (keepalive probes unanswered: host down or network cut; the process may still run).
   using LostFn = std::function<void(int rank, const std::string& description)>;
   // Takes `listen_fd` (bound and listening). `world`: ranks 0..world-1; 1..world-1 register.
   WatchdogListener(int listen_fd, int world, const WatchdogSecret& secret, LostFn on_lost,

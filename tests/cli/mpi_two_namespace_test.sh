@@ -6,7 +6,8 @@
 # different namespaces, runs comm_test across them over TCP (2 ranks, one per host, and 4
 # ranks, TP inside a host and PCP across), measures a 1 MB all-gather between the hosts, and
 # serves across them: the rank watchdog must listen on rank 0's MPI interface (10.213.0.1,
-# from btl_tcp_if_include), and a killed rank on the other host must still be noticed.
+# from btl_tcp_if_include), a killed rank on the other host must still be noticed, and a cut
+# link must be reported as an unreachable rank, every rank ending.
 # Needs `ip` (iproute2) and CAP_SYS_ADMIN; otherwise prints "SKIPPED: <reason>" and exits 0.
 set -euo pipefail
 BIN_DIR=${CPINFER_BINARY_DIR:?}
@@ -37,14 +38,8 @@ ip link add "$VETH_A" type veth peer name "$VETH_B" 2>"$TMP/err" \
   || skip "cannot create a veth pair: $(head -c 200 "$TMP/err")"
 two_hosts_wire
 # The "remote shell": mpirun calls `agent <host> <command...>` to start its daemon there.
-two_hosts_agent "$TMP/agent.sh"
-printf '%s slots=2\n%s slots=2\n' "$IP_A" "$IP_B" >"$TMP/hosts"
-
 # TCP only, on the veth subnet, for both MPI traffic (btl) and the daemons' wire-up (oob).
-MPIRUN=(ip netns exec "$NS_A" mpirun --hostfile "$TMP/hosts" --bind-to none
-        --mca plm_rsh_agent "$TMP/agent.sh"
-        --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET"
-        --mca mpi_yield_when_idle 1)
+two_hosts_mpirun "$TMP" 2
 
 # 1. The two ranks run in the two namespaces.
 timeout 60 "${MPIRUN[@]}" -np 2 --map-by node \
@@ -95,31 +90,64 @@ if [[ -x "$CPINFER" ]]; then
     fail "bench latency across the namespaces"
   grep -q '"overlap_comm":true' "$TMP/out" || fail "overlap is not on for a PCP group across hosts"
   echo "ok   bench latency -pcp 2 across the namespaces: the K/V gather overlaps by default"
-  "${MPIRUN[@]}" -np 2 --map-by node "$CPINFER" serve --model "$MODEL" --port 0 -pcp 2 \
-    --served-model-name tiny --max-model-len 1024 --kv-cache-space 0.05 >"$TMP/serve.log" 2>&1 &
-  job=$!
-  for _ in $(seq 600); do
-    grep -q "listening on http" "$TMP/serve.log" && break
-    kill -0 "$job" 2>/dev/null || { cp "$TMP/serve.log" "$TMP/out"; fail "serve across the namespaces exited at start-up"; }
-    sleep 0.1
-  done
-  url=$(grep -o "http://[0-9.]*:[0-9]*" "$TMP/serve.log" | head -1)
-  [[ -n "$url" ]] || { cp "$TMP/serve.log" "$TMP/out"; fail "serve across the namespaces did not start"; }
+  # serve_across WHAT: `serve -pcp 2` with a rank per host, in the background; sets job, url.
+  serve_across() {
+    "${MPIRUN[@]}" -np 2 --map-by node "$CPINFER" serve --model "$MODEL" --port 0 -pcp 2 \
+      --served-model-name tiny --max-model-len 1024 --kv-cache-space 0.05 >"$TMP/serve.log" 2>&1 &
+    job=$!
+    for _ in $(seq 600); do
+      grep -q "listening on http" "$TMP/serve.log" && break
+      kill -0 "$job" 2>/dev/null || { cp "$TMP/serve.log" "$TMP/out"; fail "serve ($1) exited at start-up"; }
+      sleep 0.1
+    done
+    url=$(grep -o "http://[0-9.]*:[0-9]*" "$TMP/serve.log" | head -1)
+    [[ -n "$url" ]] || { cp "$TMP/serve.log" "$TMP/out"; fail "serve ($1) did not start"; }
+  }
+  rank1_pid() {  # rank 1 runs in the second namespace
+    local p
+    for p in $(ip netns pids "$NS_B"); do
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && echo "$p"
+    done
+    return 0
+  }
+  serve_across "across the namespaces"
   wd=$(grep -o "rank watchdog: port [0-9.]*:[0-9]*" "$TMP/serve.log" | grep -o "[0-9.]*:[0-9]*$" || true)
   [[ "${wd%:*}" == "$IP_A" ]] || { cp "$TMP/serve.log" "$TMP/out"; fail "the watchdog listens on '${wd}', not on $IP_A"; }
   ip netns exec "$NS_A" curl -sf -m 60 "$url/v1/completions" -H 'Content-Type: application/json' \
     -d '{"model":"tiny","prompt":"hi","max_tokens":4}' >"$TMP/out" || fail "a completion across the namespaces"
   grep -q '"text"' "$TMP/out" || fail "no completion text across the namespaces"
   # Rank 1 runs in the second namespace: kill it there; rank 0 must notice and the job end.
-  r1=""
-  for p in $(ip netns pids "$NS_B"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && r1=$p
-  done
+  r1=$(rank1_pid)
   [[ -n "$r1" ]] || fail "rank 1 not found in $NS_B"
   kill -9 "$r1"
   for _ in $(seq 100); do grep -q "cpinfer: rank 1 died" "$TMP/serve.log" && break; sleep 0.1; done
   grep -q "cpinfer: rank 1 died" "$TMP/serve.log" || { cp "$TMP/serve.log" "$TMP/out"; fail "rank 1's death on the other host went unnoticed for 10 s"; }
   timeout 30 tail --pid="$job" -f /dev/null || fail "the job did not end within 30 s of rank 1's death"
   echo "ok   serve across the namespaces: watchdog on $wd; rank 1 killed on $NS_B: noticed"
+  # The link cut (host B's end down): no process dies, so no connection closes; the
+  # watchdog's keepalive probes go unanswered. Rank 0 must report rank 1 unreachable (not
+  # dead) within 10 s and answer 503; rank 1 must end by itself, cut off from rank 0.
+  serve_across "link cut"
+  ip netns exec "$NS_A" curl -sf -m 60 "$url/v1/completions" -H 'Content-Type: application/json' \
+    -d '{"model":"tiny","prompt":"hi","max_tokens":4}' >"$TMP/out" || fail "a completion before the link cut"
+  r1=$(rank1_pid)
+  [[ -n "$r1" ]] || fail "rank 1 not found in $NS_B (link cut)"
+  ip -n "$NS_B" link set "$VETH_B" down
+  t_cut=$SECONDS
+  for _ in $(seq 100); do grep -q "cpinfer: rank 1 is unreachable" "$TMP/serve.log" && break; sleep 0.1; done
+  grep -q "cpinfer: rank 1 is unreachable (pid $r1 .*keepalive" "$TMP/serve.log" ||
+    { ip -n "$NS_B" link set "$VETH_B" up; cp "$TMP/serve.log" "$TMP/out"; fail "the link cut: rank 0 did not report rank 1 unreachable within 10 s"; }
+  h=$(ip netns exec "$NS_A" curl -s -m 2 "$url/health" || true)
+  [[ $h == *"rank 1 is unreachable"* ]] || { ip -n "$NS_B" link set "$VETH_B" up; fail "the link cut: /health said '$h'"; }
+  timeout 10 tail --pid="$r1" -f /dev/null ||
+    { ip -n "$NS_B" link set "$VETH_B" up; fail "the link cut: rank 1 still runs, cut off from rank 0"; }
+  t_ranks=$((SECONDS - t_cut))
+  # mpirun learns that rank 1 ended (and gets its output) only through its daemon on host B:
+  # over the link.
+  ip -n "$NS_B" link set "$VETH_B" up
+  timeout 60 tail --pid="$job" -f /dev/null || fail "the job did not end within 60 s of the link's return"
+  grep -q "cpinfer: rank 1: lost rank 0 (unreachable" "$TMP/serve.log" ||
+    { cp "$TMP/serve.log" "$TMP/out"; fail "the link cut: rank 1 did not say rank 0 was unreachable"; }
+  echo "ok   serve across the namespaces: link cut: rank 0 reported rank 1 unreachable; rank 1 ended by itself within ${t_ranks} s"
 fi
 echo "mpi_two_namespace_test: all passed"

@@ -242,10 +242,35 @@ TEST(WatchdogListener, StrangersChangeNothingAndRealRanksRegister) {
   {
     std::lock_guard<std::mutex> g(f.mu);
     EXPECT_EQ(f.lost[0].first, 2);
-    EXPECT_EQ(f.lost[0].second, "pid 4244 on host-2");
+    EXPECT_EQ(f.lost[0].second, "died (pid 4244 on host-2)");
   }
   ::close(r1);
   ::close(r3);
+}
+
+// A reset connection (what a rebooted host answers) is a death too, with the reason; an
+// unanswered keepalive ("is unreachable") needs a cut link: tests/cli/mpi_two_namespace_test.sh.
+TEST(WatchdogListener, AResetConnectionIsADeathWithItsReason) {
+  ListenerFixture f(/*hello_timeout_ms=*/5000);
+  std::vector<int> ranks;
+  for (int rank = 1; rank < ListenerFixture::kWorld; ++rank) {
+    const WatchdogHello h = f.hello(rank);
+    const int c = connect_loopback(f.port);
+    ASSERT_GE(c, 0);
+    send_all(c, &h, sizeof(h));
+    ranks.push_back(c);
+  }
+  ASSERT_TRUE(eventually([&] { return f.listener.registered() == ListenerFixture::kWorld - 1; }));
+  const linger hard{1, 0};  // close with RST, not FIN
+  ASSERT_EQ(::setsockopt(ranks[0], SOL_SOCKET, SO_LINGER, &hard, sizeof(hard)), 0);
+  ::close(ranks[0]);
+  ASSERT_TRUE(eventually([&] { return f.num_lost() == 1; }));
+  {
+    std::lock_guard<std::mutex> g(f.mu);
+    EXPECT_EQ(f.lost[0].first, 1);
+    EXPECT_EQ(f.lost[0].second, "died (pid 4243 on host-1: Connection reset by peer)");
+  }
+  for (size_t i = 1; i < ranks.size(); ++i) ::close(ranks[i]);
 }
 
 TEST(WatchdogListener, TooManySilentConnectionsDropTheOldestNotTheRanks) {
