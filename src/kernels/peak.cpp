@@ -59,8 +59,11 @@ struct AlignedBuffer {
 
 double measure_fma_gflops(Isa isa, double seconds) {
   CPI_CHECK(isa_supported(isa), "ISA {} is not supported by this CPU", isa_name(isa));
+  return measure_loop_gops(fma_for(isa), seconds);
+}
+
+double measure_loop_gops(PeakLoopFn loop, double seconds) {
   CPI_CHECK(seconds > 0, "measurement time {} s must be positive", seconds);
-  peak_impl::FmaLoopFn loop = fma_for(isa);
   float sink = 0;
   // Calibrate: grow the round count until one run takes >= 1/8 of the budget.
   int64_t iters = 1 << 12;

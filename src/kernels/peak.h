@@ -29,6 +29,12 @@ struct PeakResult {
 // than latency x throughput), no memory traffic.
 double measure_fma_gflops(Isa isa, double seconds);
 
+// G operations/s of `loop` (runs `iters` rounds, returns the operations done, keeps its
+// result alive through *sink) over about `seconds` of the calling thread's CPU time: the
+// round count is grown until one run takes >= 1/8 of the budget, then scaled to it.
+using PeakLoopFn = double (*)(int64_t iters, float* sink);
+double measure_loop_gops(PeakLoopFn loop, double seconds);
+
 // Read bandwidth: every pool thread streams its slice of `bytes` (one 64-byte aligned buffer
 // that the caller provides, already touched) `passes` times with vector loads. Returns GB/s
 // over all threads.

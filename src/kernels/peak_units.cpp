@@ -6,7 +6,6 @@
 #include "kernels/peak_units.h"
 
 #include <immintrin.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -86,36 +85,6 @@ __attribute__((target("avx2,avxvnni"))) double avx_vnni_loop(int64_t iters, floa
   return double(iters) * kChains * 64;
 }
 
-double thread_cpu_s() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-}
-
-using LoopFn = double (*)(int64_t, float*);
-
-// G operations/s of `loop` over about `seconds` of this thread's CPU time (calibrated as
-// measure_fma_gflops does).
-double measure_loop(LoopFn loop, double seconds) {
-  float sink = 0;
-  int64_t iters = 1 << 12;
-  double t = 0;
-  for (;;) {
-    const double t0 = thread_cpu_s();
-    loop(iters, &sink);
-    t = thread_cpu_s() - t0;
-    if (t >= seconds / 8 || iters > (int64_t(1) << 40)) break;
-    iters *= 2;
-  }
-  iters = std::max<int64_t>(1, int64_t(double(iters) * seconds / std::max(t, 1e-9)));
-  const double t0 = thread_cpu_s();
-  const double ops = loop(iters, &sink);
-  t = thread_cpu_s() - t0;
-  volatile float keep = sink;
-  (void)keep;
-  return ops / t * 1e-9;
-}
-
 double median_of(int repeats, const auto& f) {
   std::vector<double> v;
   for (int r = 0; r < repeats; ++r) v.push_back(f());
@@ -138,7 +107,7 @@ std::vector<UnitPeak> measure_unit_peaks(double seconds, int repeats) {
     const char* name;
     const char* instruction;
     bool present;
-    LoopFn loop;
+    PeakLoopFn loop;
     const char* absent;
   };
   const Loop loops[] = {
@@ -154,7 +123,7 @@ std::vector<UnitPeak> measure_unit_peaks(double seconds, int repeats) {
   for (const Loop& l : loops) {
     UnitPeak u{l.name, l.instruction, l.present, false, 0, ""};
     if (l.present) {
-      u.gops_1t = median_of(repeats, [&] { return measure_loop(l.loop, seconds); });
+      u.gops_1t = median_of(repeats, [&] { return measure_loop_gops(l.loop, seconds); });
       u.measured = true;
     } else {
       u.note = l.absent;
