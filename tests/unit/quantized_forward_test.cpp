@@ -10,13 +10,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "engine/model_runner.h"
 #include "kernels/quantize.h"
 #include "model/safetensors.h"
+#include "support/reference_compare.h"
 #include "support/reference_model.h"
 #include "support/test_models.h"
 
@@ -62,14 +62,6 @@ std::string dequantized_copy(const std::string& src) {
   return dst;
 }
 
-std::vector<int32_t> random_prompt(int64_t n, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::uniform_int_distribution<int32_t> d(0, 151642);
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  for (auto& t : v) t = d(g);
-  return v;
-}
-
 // Prefill of n tokens (logits of rows 0, n/2, n-1), then 4 decode steps of given tokens.
 std::vector<float> run(const std::string& dir, WeightQuantization q,
                        const std::vector<int32_t>& tokens, int64_t n) {
@@ -103,7 +95,7 @@ TEST_P(QuantizedForward, MatchesReferenceOfDequantizedWeights) {
   const std::string dir = testing::test_model(GetParam().preset, GetParam().layers, DType::F32);
   const std::string deq = dequantized_copy(dir);
   const int64_t n = 77;
-  const std::vector<int32_t> tokens = random_prompt(n + 4, 5);
+  const std::vector<int32_t> tokens = testing::random_prompt(n + 4, 5);
   const std::vector<float> int8 = run(dir, WeightQuantization::Int8, tokens, n);
   const std::vector<float> full = run(dir, WeightQuantization::None, tokens, n);
 
