@@ -56,6 +56,12 @@ int64_t visible_kv_end(bool causal, int64_t r1, int64_t q_len, int64_t kv_len) {
 
 }  // namespace
 
+bool bf16_dot_preferred() {
+  static const bool preferred =
+      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_is("amd");
+  return preferred;
+}
+
 AttentionProblem paged_problem(const AttentionBatch& b, int64_t num_q_heads, const PagedKv& kv,
                                int num_threads) {
   AttentionProblem p;
@@ -120,7 +126,8 @@ void plan_attention(const AttentionProblem& p, AttentionPlan* out) {
   plan.num_kv_heads = Hkv;
   plan.head_dim = D;
   plan.causal = p.causal;
-  plan.bf16_dot = p.bf16_dot;
+  plan.bf16_dot = p.bf16_math == Bf16Math::Dot ||
+                  (p.bf16_math == Bf16Math::Auto && bf16_dot_preferred());
   plan.num_threads = p.num_threads;
   plan.q_indptr.assign(p.q_indptr, p.q_indptr + (S + 1));
   if (S == 0) plan.q_indptr = {0};

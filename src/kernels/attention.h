@@ -53,6 +53,7 @@ struct RaggedKv {
 };
 
 enum class KvSource : uint8_t { Paged, Ragged };
+enum class Bf16Math : uint8_t { Auto, Dot, F32 };
 
 // What plan_attention sees. Pointers are read during the call only (the plan copies them).
 struct AttentionProblem {
@@ -71,13 +72,20 @@ struct AttentionProblem {
   // there are fewer than ~4 tasks' worth of work per thread). > 0: split every item's KV
   // range into chunks of at most this many tokens (tests use it to force the split path).
   int64_t max_kv_chunk = 0;
-  // bf16 cache only: decode-shaped tasks (<= 8 lanes, head_dim a multiple of 32) may use bf16
-  // dot products (AVX512_BF16 CPUs): Q and P are rounded to bf16 like K and V already are,
-  // which doubles the arithmetic rate of a decode that the f32 path leaves FMA-bound. The
-  // error stays of the order of the cache's own rounding (attention_test states the bound).
-  // false: f32 arithmetic everywhere.
-  bool bf16_dot = true;
+  // bf16 cache only: the arithmetic of decode-shaped tasks (<= 8 lanes, head_dim a multiple
+  // of 32) on AVX512_BF16 CPUs. Dot: bf16 dot products (vdpbf16ps), Q and P rounded to bf16
+  // like K and V already are; the error stays of the order of the cache's own rounding
+  // (attention_test states the bound). F32: f32 arithmetic on the widened K/V. Auto: Dot
+  // where bf16_dot_preferred(), F32 elsewhere.
+  Bf16Math bf16_math = Bf16Math::Auto;
 };
+
+// Whether this CPU's bf16 dot unit outruns its f32 FMAs, so that Bf16Math::Auto picks Dot:
+// AVX512_BF16 on an AMD CPU (Zen 4 and later run vdpbf16ps at twice the f32 FMA rate). Intel
+// cores run it at about half their f32 FMA rate (two 512-bit FMA ports, vdpbf16ps on one;
+// `cpinfer bench peak` measures both), where the f32 decode kernel is the faster one. A fixed
+// rule, not a timing, so every rank of a job computes the same numbers.
+bool bf16_dot_preferred();
 
 // Paged problem from an AttentionBatch (the shape the engine builds once per step).
 AttentionProblem paged_problem(const AttentionBatch& batch, int64_t num_q_heads,
@@ -105,7 +113,7 @@ struct AttentionPlan {
   int64_t num_seqs = 0, num_tokens = 0;
   int64_t num_q_heads = 0, num_kv_heads = 0, head_dim = 0, page_size = 0;
   bool causal = true;
-  bool bf16_dot = true;
+  bool bf16_dot = false;  // bf16 dot products for decode tasks (bf16_math resolved)
   int num_threads = 1;
   std::vector<int64_t> q_indptr, kv_lens, kv_indptr;  // kv_indptr: Ragged only
   std::vector<int32_t> page_indptr, page_indices;      // Paged only

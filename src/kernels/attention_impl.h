@@ -29,11 +29,11 @@ constexpr float kExp2Poly[6] = {1.535336188319500e-4f, 1.339887440266574e-3f,
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// Scratch floats of the bf16 dot-product decode kernel for hkv KV heads of head_dim d (per
-// head: Qp 4d, O 8d, 4 x 8 state; shared: lim, S [kTileN + 16][8], Pp, 4 x (kTileN + 16) row
+// Scratch floats of the decode kernels for hkv KV heads of head_dim d (per
+// head: Q up to 8d, O 8d, 4 x 8 state; shared: lim, S [kTileN + 16][8], Pp, 4 x (kTileN + 16) row
 // pointers).
 inline int64_t decode_scratch_floats(int64_t hkv, int64_t d) {
-  return hkv * (12 * d + 32) + 8 + 8 * (kTileN + 16) + 4 * (kTileN + 16) + 8 * (kTileN + 16) + 64;
+  return hkv * (16 * d + 32) + 8 + 8 * (kTileN + 16) + 4 * (kTileN + 16) + 8 * (kTileN + 16) + 64;
 }
 
 // Scratch floats one thread needs for tasks of at most m lanes and head_dim d:
@@ -100,5 +100,11 @@ CPI_DECLARE_ATTENTION(generic)
 CPI_DECLARE_ATTENTION(avx2)
 CPI_DECLARE_ATTENTION(avx512)
 #undef CPI_DECLARE_ATTENTION
+
+namespace avx512 {
+// Decode-shaped tasks (rows * group <= 8, head_dim a multiple of 32, f32 or bf16 cache):
+// runs the task and returns true, or returns false (attention_decode_avx512.cpp).
+bool decode_task(const FlashTask& t);
+}  // namespace avx512
 
 }  // namespace cpinfer::attention_impl

@@ -254,10 +254,11 @@ struct IsaGuard {
   ~IsaGuard() { set_active_isa(saved); }
 };
 
-Out run_paged(const Data& x, int threads, int64_t max_kv_chunk = 0, bool bf16_dot = true) {
+Out run_paged(const Data& x, int threads, int64_t max_kv_chunk = 0,
+              Bf16Math bf16_math = Bf16Math::Auto) {
   AttentionProblem p = paged_problem(x.batch(), x.hq, x.cache->layer(0), threads);
   p.max_kv_chunk = max_kv_chunk;
-  p.bf16_dot = bf16_dot;
+  p.bf16_math = bf16_math;
   AttentionPlan plan = plan_attention(p);
   AttentionWorkspace ws;
   ws.reserve(plan);
@@ -267,16 +268,16 @@ Out run_paged(const Data& x, int threads, int64_t max_kv_chunk = 0, bool bf16_do
   return out;
 }
 
-// Every ISA x {1, 2} threads against one reference. bf16_dot: allow bf16 dot products (only
-// matters for a bf16 cache).
+// Every ISA x {1, 2} threads against one reference. bf16_math: a bf16 cache's decode
+// arithmetic (F32 by default here; Dot forces bf16 dot products where the CPU has them).
 void check_all(const Data& x, const Ref& r, double tol = kTol, bool use_bound = false,
-               bool bf16_dot = false) {
+               Bf16Math bf16_math = Bf16Math::F32) {
   IsaGuard guard;
   for (Isa isa : supported_isas()) {
     set_active_isa(isa);
     for (int threads : {1, 2})
-      expect_close(x, run_paged(x, threads, 0, bf16_dot), r, tol, use_bound,
-                   describe(x, isa, threads) + (bf16_dot ? " bf16_dot" : ""));
+      expect_close(x, run_paged(x, threads, 0, bf16_math), r, tol, use_bound,
+                   describe(x, isa, threads) + (bf16_math == Bf16Math::Dot ? " bf16_dot" : ""));
   }
 }
 
@@ -302,33 +303,60 @@ TEST(Attention, SweepShapes) {
         }
 }
 
-// bf16 storage, f32 arithmetic (bf16_dot off): against the reference on the rounded K/V the
+// bf16 storage, f32 arithmetic (Bf16Math::F32): against the reference on the rounded K/V the
 // f32 tolerance holds (the kernel widens bf16 exactly); against the reference on the original
 // values, the storage rounding's bound (Bound::kStorage) plus the f32 tolerance.
-// bf16 dot products (the default; used for decode-shaped tasks on AVX512_BF16 CPUs): the
-// bound with Q and P rounded as well (Bound::kBf16Dot), against the original values.
+// bf16 dot products (forced here; by default used for decode-shaped tasks on AMD CPUs with
+// AVX512_BF16): the bound with Q and P rounded as well (Bound::kBf16Dot), against the
+// original values.
 TEST(Attention, Bf16) {
   for (int64_t kv : {1, 17, 1000, 4097})
     for (int64_t q : {1, 64}) {
       Data x = make_data({q}, {kv}, 16, 2, 128, 16, true, DType::BF16, 0, uint32_t(kv + q));
       check_all(x, reference(x, x.k, x.v));
       check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kStorage), kTol, true);
-      check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true, true);
+      check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true, Bf16Math::Dot);
     }
-  // On an AVX512_BF16 CPU the default decode really takes the bf16 path (it differs).
+  // On an AVX512_BF16 CPU, Dot really takes the bf16 path (it differs from F32), and Auto is
+  // Dot where bf16_dot_preferred() and F32 elsewhere, bit for bit.
   if (isa_supported(Isa::Avx512) && __builtin_cpu_supports("avx512bf16")) {
     IsaGuard guard;
     set_active_isa(Isa::Avx512);
     Data x = make_data({1}, {1000}, 16, 2, 128, 16, true, DType::BF16);
-    const Out exact = run_paged(x, 1, 0, false), dot = run_paged(x, 1, 0, true);
+    const Out exact = run_paged(x, 1, 0, Bf16Math::F32), dot = run_paged(x, 1, 0, Bf16Math::Dot);
+    const Out autom = run_paged(x, 1, 0, Bf16Math::Auto);
     EXPECT_NE(0, std::memcmp(exact.o.data(), dot.o.data(), exact.o.size() * 4));
+    const Out& expected = bf16_dot_preferred() ? dot : exact;
+    EXPECT_EQ(0, std::memcmp(expected.o.data(), autom.o.data(), exact.o.size() * 4))
+        << "Auto is not " << (bf16_dot_preferred() ? "Dot" : "F32") << " on this CPU";
+  } else {
+    std::printf("[ skipped ] bf16 dot-product decode: this CPU has no AVX512_BF16\n");
   }
   // Decode batches: group 8 and head_dim 64; group 4 (4 lanes) with an odd tile tail.
   for (auto [hq, d] : {std::pair<int64_t, int64_t>{16, 64}, {8, 128}}) {
     Data x = make_data({1, 1, 1}, {4097, 101, 1}, hq, 2, d, 8, true, DType::BF16);
     check_all(x, reference(x, x.k, x.v));
-    check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true, true);
+    check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true, Bf16Math::Dot);
   }
+}
+
+// The decode kernels (at most 8 lanes per KV head, head_dim a multiple of 32) for every lane
+// count 1-8 (one row of a group of 1-8 q heads, or 2-4 causal rows of a smaller group), f32
+// and bf16 caches, tile tails (5, 7, 129, 300 tokens; 128 per tile), head_dim 32 to 128.
+TEST(Attention, DecodeLanes) {
+  const struct { int64_t rows, group; } lanes[] = {{1, 1}, {1, 2}, {3, 1}, {1, 4}, {5, 1},
+                                                    {3, 2}, {1, 7}, {1, 8}, {2, 4}, {4, 2}};
+  for (const auto& ln : lanes)
+    for (int64_t d : {32, 64, 96, 128})
+      for (DType dt : {DType::F32, DType::BF16}) {
+        Data x = make_data({ln.rows, ln.rows, ln.rows, ln.rows}, {5, 7, 129, 300},
+                           2 * ln.group, 2, d, 16, true, dt, 16,
+                           uint32_t(ln.rows * 100 + ln.group * 10 + d));
+        check_all(x, reference(x, x.k, x.v));
+        if (dt == DType::BF16)
+          check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true,
+                    Bf16Math::Dot);
+      }
 }
 
 // The sweeps' edge shapes at small lengths (page 1, an odd group, head_dim 40, an empty query
@@ -346,7 +374,7 @@ TEST(Attention, EdgeShapesSmall) {
     }
   Data x = make_data({1, 1, 64}, {17, 300, 80}, 16, 2, 128, 16, true, DType::BF16, 16, 5);
   check_all(x, reference(x, x.k, x.v));
-  check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true, true);
+  check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true, Bf16Math::Dot);
 }
 
 // The straightforward kernel is the benchmark's baseline: it must be right too.
@@ -375,9 +403,9 @@ TEST(Attention, SplitKvMatchesWhole) {
     Ref r = reference(x, x.k, x.v);
     for (Isa isa : supported_isas()) {
       set_active_isa(isa);
-      const Out whole = run_paged(x, 1, 0, false);
+      const Out whole = run_paged(x, 1, 0, Bf16Math::F32);
       for (int64_t chunk : {7, 100, 1000}) {
-        const Out split = run_paged(x, 2, chunk, false);
+        const Out split = run_paged(x, 2, chunk, Bf16Math::F32);
         expect_close(x, split, r, kTol, false, describe(x, isa, 2) + fmt::format(" chunk {}",
                                                                                  chunk));
         double diff = 0;
