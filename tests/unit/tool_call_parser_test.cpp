@@ -58,33 +58,31 @@ void expect_split_invariant(ToolCallFormat f, const std::string& text) {
 
 nlohmann::json args_of(const ToolCall& c) { return nlohmann::json::parse(c.arguments); }
 
+// The whole parse of text is `content` and `calls` (arguments as the model wrote them), and
+// so is every streamed one.
+void expect_parse(ToolCallFormat f, const std::string& text, const std::string& content,
+                  const std::vector<ToolCall>& calls) {
+  expect_same(parse_tool_calls(f, text), {content, calls}, text);
+  expect_split_invariant(f, text);
+}
+
 TEST(ToolCallParser, HermesContentThenOneCall) {
-  const std::string text =
-      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
-      "\"Paris\", \"unit\": \"c\"}}\n</tool_call>";
-  const ParsedToolCalls r = parse_tool_calls(ToolCallFormat::Hermes, text);
-  EXPECT_EQ(r.content, "Let me check.\n");
-  ASSERT_EQ(r.calls.size(), 1u);
-  EXPECT_EQ(r.calls[0].name, "get_weather");
-  // The arguments exactly as the model wrote them (a JSON text).
-  EXPECT_EQ(r.calls[0].arguments, "{\"city\": \"Paris\", \"unit\": \"c\"}");
-  expect_split_invariant(ToolCallFormat::Hermes, text);
+  expect_parse(ToolCallFormat::Hermes,
+               "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+               "{\"city\": \"Paris\", \"unit\": \"c\"}}\n</tool_call>",
+               "Let me check.\n", {{"get_weather", "{\"city\": \"Paris\", \"unit\": \"c\"}"}});
 }
 
 TEST(ToolCallParser, HermesSeveralCallsWhitespaceBetweenDropped) {
-  const std::string text =
-      "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n"
-      "{\"name\": \"b\", \"arguments\": {\"x\": [1, {\"y\": \"}{\"}], \"s\": \"</tool_call>\\\"\"}}"
-      "\n</tool_call>\n";
+  const std::string args_b =
+      "{\"x\": [1, {\"y\": \"}{\"}], \"s\": \"</tool_call>\\\"\"}";
+  const std::string text = "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n"
+                           "<tool_call>\n{\"name\": \"b\", \"arguments\": " + args_b +
+                           "}\n</tool_call>\n";
+  expect_parse(ToolCallFormat::Hermes, text, "", {{"a", "{}"}, {"b", args_b}});
   const ParsedToolCalls r = parse_tool_calls(ToolCallFormat::Hermes, text);
-  EXPECT_EQ(r.content, "");
-  ASSERT_EQ(r.calls.size(), 2u);
-  EXPECT_EQ(r.calls[0].name, "a");
-  EXPECT_EQ(r.calls[0].arguments, "{}");
-  EXPECT_EQ(r.calls[1].name, "b");
   EXPECT_EQ(args_of(r.calls[1])["s"], "</tool_call>\"");
   EXPECT_EQ(args_of(r.calls[1])["x"][1]["y"], "}{");
-  expect_split_invariant(ToolCallFormat::Hermes, text);
 }
 
 TEST(ToolCallParser, HermesTextBetweenAndAfterCallsIsContent) {
