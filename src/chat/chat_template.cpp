@@ -175,6 +175,33 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
   }
 }
 
+ChatTemplate ChatTemplate::from_file(const std::string& path, const std::string& model_dir) {
+  const bool inline_template = path.find_first_of("{}\n") != std::string::npos;
+  const std::string origin =
+      inline_template ? std::string("the --chat-template given inline") : "'" + path + "'";
+  std::string source = path;
+  if (!inline_template) {
+    CPI_CHECK(fs::is_regular_file(path),
+              "cannot open the chat template file '{}' (--chat-template): no such file", path);
+    source = read_file(path);
+  }
+  CPI_CHECK(!source.empty(), "the chat template {} is empty", origin);
+  std::string bos, eos;
+  const fs::path cfg_path = fs::path(model_dir) / "tokenizer_config.json";
+  if (fs::is_regular_file(cfg_path)) {
+    const ojson cfg = parse_json_text<ojson>(read_file(cfg_path), cfg_path.string());
+    if (cfg.is_object()) {
+      bos = special_token(cfg, "bos_token", cfg_path.string());
+      eos = special_token(cfg, "eos_token", cfg_path.string());
+    }
+  }
+  try {
+    return from_string(source, bos, eos);
+  } catch (const Error& e) {
+    fail("the chat template {} does not parse: {}", origin, e.what());
+  }
+}
+
 std::string ChatTemplate::render(const ojson& messages, bool add_generation_prompt,
                                  const ojson& extra_context) const {
   CPI_CHECK(extra_context.is_null() || extra_context.is_object(),

@@ -28,6 +28,12 @@ class ChatTemplate {
   // the file for a missing file, a model without a chat template, or a syntax error.
   static ChatTemplate from_model_dir(const std::string& dir);
 
+  // `serve --chat-template`: the template in the file `path`, or, as vLLM, the template
+  // itself when `path` holds '{', '}' or a newline; bos_token / eos_token from
+  // model_dir/tokenizer_config.json when it has them. Throws an Error naming the file when
+  // it is missing, unreadable, empty, or not a template that parses.
+  static ChatTemplate from_file(const std::string& path, const std::string& model_dir);
+
   // bos/eos empty: the variable is not defined for the template.
   static ChatTemplate from_string(const std::string& source, const std::string& bos_token = "",
                                   const std::string& eos_token = "");

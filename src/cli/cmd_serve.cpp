@@ -29,6 +29,7 @@
 #include "model/model_config.h"
 #include "model/weights.h"
 #include "server/api_server.h"
+#include "server/tool_call_parser.h"
 #include "tokenizer/tokenizer.h"
 
 namespace cpinfer {
@@ -40,6 +41,9 @@ struct ServeArgs {
   bool no_overlap_comm = false;
   std::string overlap_comm = "auto";
   std::string quantization = "none";
+  std::string chat_template;  // --chat-template FILE (or inline)
+  bool enable_auto_tool_choice = false;
+  std::string tool_call_parser;
   ServerOptions server;
   int64_t max_model_len = 0, max_num_batched_tokens = 2048, max_num_seqs = 256,
           num_kv_blocks = 0;
@@ -156,7 +160,9 @@ int run_serve(ServeArgs a) {
 
   Tokenizer tok = Tokenizer::from_file(a.model + "/tokenizer.json");
   std::unique_ptr<ChatTemplate> chat;
-  if (model_has_chat_template(a.model))
+  if (!a.chat_template.empty())
+    chat = std::make_unique<ChatTemplate>(ChatTemplate::from_file(a.chat_template, a.model));
+  else if (model_has_chat_template(a.model))
     chat = std::make_unique<ChatTemplate>(ChatTemplate::from_model_dir(a.model));
   else
     CPI_LOG_WARN("{} has no chat template: /v1/chat/completions will answer 400", a.model);
@@ -183,6 +189,10 @@ int run_serve(ServeArgs a) {
   } forget_engine;
 
   a.server.model_dir = a.model;
+  if (a.enable_auto_tool_choice) a.server.tool_call_format = tool_call_format(a.tool_call_parser);
+  else if (!a.tool_call_parser.empty())
+    CPI_LOG_WARN("--tool-call-parser {} without --enable-auto-tool-choice: tool calls are not "
+                 "parsed (requests with tool_choice \"auto\" get 400)", a.tool_call_parser);
   if (a.server.served_model_name.empty()) a.server.served_model_name = a.model;
   a.server.http_threads = int(std::max<int64_t>(64, a.max_num_seqs + 16));
   a.server.sampling_defaults = a.generation_config == "auto"
@@ -270,6 +280,17 @@ void register_serve(CLI::App& app, CommandAction* action) {
                   "generation_config.json: temperature, top_p, top_k, min_p, "
                   "repetition_penalty) or vllm (OpenAI's: temperature 1, nothing else)")
       ->capture_default_str()->check(CLI::IsMember({"auto", "vllm"}));
+  cmd->add_option("--chat-template", a->chat_template,
+                  "Jinja chat template file for /v1/chat/completions, instead of the model's "
+                  "tokenizer_config.json one (or the template itself, as vLLM takes it)");
+  cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice,
+                "Chat requests with tools (tool_choice \"auto\", the default with tools) get "
+                "the model's tool calls parsed into message.tool_calls; needs "
+                "--tool-call-parser");
+  cmd->add_option("--tool-call-parser", a->tool_call_parser,
+                  "How the model writes tool calls: hermes (Qwen2.5, Qwen3: <tool_call> "
+                  "blocks) or llama3_json (Llama 3: a JSON object)")
+      ->check(CLI::IsMember({"hermes", "llama3_json"}));
   cmd->add_option("--max-request-body-bytes", a->server.max_body_bytes,
                   "Larger request bodies are refused with 413")
       ->capture_default_str();
@@ -287,10 +308,17 @@ void register_serve(CLI::App& app, CommandAction* action) {
     CPI_CHECK(a->model.empty() != a->model_positional.empty(),
               "serve needs the model directory: `cpinfer serve DIR` or `cpinfer serve --model DIR`");
     a->batched_tokens_given = mbt->count() > 0;
+    CPI_CHECK(!a->enable_auto_tool_choice || !a->tool_call_parser.empty(),
+              "--enable-auto-tool-choice needs --tool-call-parser (hermes or llama3_json)");
     *action = [a] {
       return run_distributed(cli_args(), a->layout, a->threads_per_rank,
                              [a] { return run_serve(*a); },
-                             [a] { check_model_layout(a->model.empty() ? a->model_positional : a->model, a->layout); });
+                             [a] {
+                               const std::string& dir = a->model.empty() ? a->model_positional : a->model;
+                               check_model_layout(dir, a->layout);
+                               // A bad --chat-template is refused before any rank starts.
+                               if (!a->chat_template.empty()) ChatTemplate::from_file(a->chat_template, dir);
+                             });
     };
   });
 }

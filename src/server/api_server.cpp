@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
-#include <random>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -25,12 +24,6 @@ int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string random_id(const char* prefix) {
-  static std::atomic<uint64_t> counter{0};
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  return fmt::format("{}{:016x}{:04x}", prefix, rng(), counter.fetch_add(1) & 0xffff);
 }
 
 void send_json(httplib::Response& res, int status, const json& body) {
@@ -128,10 +121,8 @@ bool pump(Generation& g, httplib::DataSink& sink) {
       } else {
         const bool first = !g.started[size_t(ev.index)];
         g.started[size_t(ev.index)] = true;
-        out += "data: " +
-               dump_json(stream_chunk(g.ctx, ev, first && g.ctx.chat, &c.text_offset,
-                                      g.include_usage)) +
-               "\n\n";
+        const json chunk = stream_chunk(g.ctx, ev, first && g.ctx.chat, &c, g.include_usage);
+        if (!chunk.is_null()) out += "data: " + dump_json(chunk) + "\n\n";
       }
     }
     const bool was_finished = c.finished;
@@ -141,12 +132,7 @@ bool pump(Generation& g, httplib::DataSink& sink) {
 
   if (g.num_finished == g.choices.size()) {
     if (g.stream) {
-      if (g.include_usage) {
-        int64_t p = 0, n = 0, cached = 0;
-        for (const ChoiceState& c : g.choices)
-          p += c.prompt_tokens, n += c.completion_tokens, cached += c.cached_tokens;
-        out += "data: " + dump_json(usage_chunk(g.ctx, p, cached, n)) + "\n\n";
-      }
+      if (g.include_usage) out += "data: " + dump_json(usage_chunk(g.ctx, g.choices)) + "\n\n";
       out += "data: [DONE]\n\n";
     } else {
       const ChoiceState* failed = nullptr;
@@ -182,6 +168,7 @@ ApiServer::ApiServer(Engine& engine, const Tokenizer& tok, const ChatTemplate* c
   ctx_.max_model_len = engine.options().max_model_len;
   ctx_.vocab_size = engine.vocab_size();
   ctx_.sampling_defaults = opts.sampling_defaults;
+  ctx_.enable_auto_tool_choice = opts.tool_call_format.has_value();
   svr_ = std::make_unique<httplib::Server>();
   const int threads = std::max(4, opts.http_threads);
   svr_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
@@ -279,17 +266,23 @@ void ApiServer::routes() {
                               : parse_completion_request(body, ctx_);
       auto g = std::make_shared<Generation>();
       g->ctx = {random_id(chat ? "chatcmpl-" : "cmpl-"), unix_now(), opts_.served_model_name,
-                chat, pr.logprobs, &tok_};
+                chat, pr.logprobs, &tok_, pr.n,
+                pr.parse_tool_calls ? opts_.tool_call_format : std::nullopt,
+                pr.parallel_tool_calls};
       g->channel = std::make_shared<OutputChannel>();
       g->stream = pr.stream;
       g->include_usage = pr.include_usage;
-      g->choices.resize(pr.prompts.size());
-      g->started.assign(pr.prompts.size(), false);
+      const size_t num_choices = pr.prompts.size() * size_t(pr.n);
+      g->choices.resize(num_choices);
+      g->started.assign(num_choices, false);
       g->keepalive_s = opts_.keepalive_s;
       try {
-        for (size_t i = 0; i < pr.prompts.size(); ++i) {
+        // Choice i is completion i % n of prompt i / n, as vLLM numbers them. With a seed,
+        // completion j samples with seed + j (vLLM's): each is reproducible, and they differ.
+        for (size_t i = 0; i < num_choices; ++i) {
           RequestParams p = pr.params;
-          p.prompt = std::move(pr.prompts[i]);
+          p.prompt = pr.prompts[i / size_t(pr.n)];
+          if (!p.random_seed) p.sampling.seed += uint64_t(i % size_t(pr.n));
           engine_.submit(std::move(p), g->channel, int32_t(i));
         }
       } catch (...) {

@@ -7,11 +7,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "engine/engine.h"
 #include "server/openai_protocol.h"
+#include "server/tool_call_parser.h"
 #include "tokenizer/tokenizer.h"
 
 namespace httplib { class Server; }
@@ -29,6 +31,9 @@ struct ServerOptions {
   double keepalive_s = 2.0;           // idle gap before a keep-alive write (detects gone clients)
   // Sampling values of the fields a request omits (serve --generation-config).
   SamplingParams sampling_defaults = openai_sampling_defaults();
+  // serve --enable-auto-tool-choice --tool-call-parser NAME: chat requests with tools and
+  // tool_choice "auto" get their tool calls parsed out of the output in this format.
+  std::optional<ToolCallFormat> tool_call_format;
 };
 
 class ApiServer {

@@ -75,7 +75,7 @@ std::vector<int32_t> token_ids(const json& arr, const char* key, int64_t vocab) 
 
 // No request field is accepted and then ignored: every top-level field of a body is one the
 // endpoint honours, or one whose only accepted value is the one that changes nothing
-// (response_format "text", tool_choice "none"), or a 400 names it.
+// (response_format "text"), or a 400 names it.
 // `user` (the OpenAI end-user id for abuse monitoring) has no effect on a generation and is
 // accepted as such.
 void refuse_unknown_fields(const json& b, std::initializer_list<const char*> endpoint) {
@@ -190,10 +190,17 @@ void parse_common(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
   if (const json* v = field(b, "ignore_eos")) p.ignore_eos = get_bool(*v, "ignore_eos");
   if (const json* v = field(b, "skip_special_tokens"))
     p.skip_special_tokens = get_bool(*v, "skip_special_tokens");
-  if (const json* v = field(b, "n"))
-    if (get_int(*v, "n") != 1) bad("n", "only n = 1 is supported");
+  if (const json* v = field(b, "n")) {
+    const int64_t n = get_int(*v, "n");
+    if (n < 1 || n > kMaxN)
+      bad("n", fmt::format("'n' must be in [1, {}], got {}", kMaxN, show(*v)));
+    r->n = n;
+  }
+  // best_of = n returns every completion it makes: that is n. More would need a ranking.
   if (const json* v = field(b, "best_of"))
-    if (get_int(*v, "best_of") > 1) bad("best_of", "best_of > 1 is not supported");
+    if (const int64_t best_of = get_int(*v, "best_of"); best_of != 1 && best_of != r->n)
+      bad("best_of", fmt::format("'best_of' {} is not supported: only best_of = n ({}) is "
+                                 "(every completion is returned)", show(*v), r->n));
   if (const json* v = field(b, "min_p")) p.sampling.min_p = get_in_range(*v, "min_p", 0, 1);
   if (const json* v = field(b, "repetition_penalty")) {
     const double r = get_number(*v, "repetition_penalty");
@@ -243,6 +250,56 @@ void parse_max_tokens(const json& b, const char* key, const ProtocolContext& ctx
                          ctx.max_model_len, total, longest, m));
   }
   r->params.max_tokens = m;
+}
+
+void check_num_choices(const ParsedRequest& r) {
+  if (r.prompts.size() * size_t(r.n) > kMaxChoices)
+    bad("n", fmt::format("{} prompts x n = {} asks for {} choices; at most {} are allowed in one "
+                         "request", r.prompts.size(), r.n, r.prompts.size() * size_t(r.n),
+                         kMaxChoices));
+}
+
+// tools: [{"type": "function", "function": {"name": string, ...}}, ...]. tool_choice: "none"
+// (tools only go to the chat template), "auto" (the default with tools: calls are parsed
+// from the output, which needs serve --enable-auto-tool-choice); "required" and a named
+// function would need constrained decoding, which this server does not have.
+void parse_tools(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
+  const json* tools = field(b, "tools");
+  if (tools) {
+    if (!tools->is_array()) bad("tools", "'tools' must be an array");
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const json& t = (*tools)[i];
+      const json* fn = t.is_object() ? field(t, "function") : nullptr;
+      const json* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+      const json* type = t.is_object() ? field(t, "type") : nullptr;
+      if (!type || *type != "function" || !name || !name->is_string())
+        bad("tools", fmt::format("tools[{}] must be {{\"type\": \"function\", \"function\": "
+                                 "{{\"name\": string, ...}}}}, got {}", i, show(t)));
+    }
+  }
+  const bool has_tools = tools && !tools->empty();
+  std::string choice = has_tools ? "auto" : "none";
+  if (const json* v = field(b, "tool_choice")) {
+    if (v->is_object())
+      bad("tool_choice", fmt::format("tool_choice {} (a named function) is not supported: it "
+                                     "needs constrained decoding; use \"auto\" or \"none\"",
+                                     show(*v)));
+    if (!v->is_string() || (*v != "none" && *v != "auto" && *v != "required"))
+      bad("tool_choice", fmt::format("tool_choice must be \"none\", \"auto\", \"required\" or "
+                                     "a named function, got {}", show(*v)));
+    choice = v->get<std::string>();
+    if (choice == "required")
+      bad("tool_choice", "tool_choice \"required\" is not supported: it needs constrained "
+                         "decoding; use \"auto\" or \"none\"");
+    if (choice == "auto" && !has_tools)
+      bad("tool_choice", "When using `tool_choice`, `tools` must be set.");
+  }
+  if (choice == "auto" && !ctx.enable_auto_tool_choice)
+    bad("tool_choice", "\"auto\" tool choice requires --enable-auto-tool-choice and "
+                       "--tool-call-parser to be set");
+  r->parse_tool_calls = choice == "auto";
+  if (const json* v = field(b, "parallel_tool_calls"))
+    r->parallel_tool_calls = get_bool(*v, "parallel_tool_calls");
 }
 
 std::vector<int32_t> encode(const ProtocolContext& ctx, const std::string& text,
@@ -310,6 +367,7 @@ ParsedRequest parse_completion_request(const json& b, const ProtocolContext& ctx
     r.logprobs = true;
     r.params.top_logprobs = n;
   }
+  check_num_choices(r);
   parse_max_tokens(b, "max_tokens", ctx, &r);
   return r;
 }
@@ -373,13 +431,7 @@ ParsedRequest parse_chat_request(const json& b, const nlohmann::ordered_json& or
   refuse_unknown_fields(b, {"messages", "tools", "tool_choice", "parallel_tool_calls",
                             "chat_template_kwargs", "add_generation_prompt", "logprobs",
                             "top_logprobs", "max_completion_tokens", "response_format"});
-  // The tools are rendered into the prompt by the chat template, but tool calls are not
-  // parsed out of the answer: only tool_choice "none" describes what the server does.
-  if (const json* v = field(b, "tool_choice"))
-    if (!v->is_string() || v->get<std::string>() != "none")
-      bad("tool_choice", fmt::format("tool_choice {} is not supported: tool calls are not "
-                                     "parsed from the output (only \"none\")", show(*v)));
-  if (const json* v = field(b, "parallel_tool_calls")) get_bool(*v, "parallel_tool_calls");
+  parse_tools(b, ctx, &r);
   if (const json* v = field(b, "response_format")) {
     const json* type = v->is_object() ? field(*v, "type") : nullptr;
     if (!type || !type->is_string() || type->get<std::string>() != "text")
@@ -404,6 +456,7 @@ ParsedRequest parse_chat_request(const json& b, const nlohmann::ordered_json& or
   } else if (r.logprobs) {
     r.params.top_logprobs = 0;
   }
+  check_num_choices(r);
   parse_max_tokens(b, field(b, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
                    ctx, &r);
   return r;

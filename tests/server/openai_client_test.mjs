@@ -2,7 +2,8 @@
 // completions, streamed and not, logprobs, stop strings, 16 concurrent streams, the
 // sampling parameters (penalties, min_p, logit_bias, the generation_config.json defaults),
 // and every bad-request case. Writes the greedy answers to OUT_JSON so that a test can
-// compare layouts. The server runs with --generation-config auto (its default).
+// compare layouts. The server runs with --generation-config auto (its default) and
+// --enable-auto-tool-choice --tool-call-parser hermes.
 // Usage: node openai_client_test.mjs BASE_URL API_KEY MODEL OUT_JSON
 import OpenAI from 'openai';
 import fs from 'node:fs';
@@ -14,10 +15,23 @@ const check = (cond, what) => {
   if (!cond) { failures++; console.error(`FAIL: ${what}`); }
 };
 const answers = {};
+const expectError = async (status, what, fn) => {
+  try {
+    await fn();
+    check(false, `${what}: expected HTTP ${status}, got success`);
+  } catch (e) {
+    check(e instanceof OpenAI.APIError && e.status === status, `${what}: expected HTTP ${status}, got ${e.status} ${e.message}`);
+    if (e.status === status) check(typeof e.error?.message === 'string' && e.error.message.length > 0, `${what}: error message`);
+  }
+};
 
 // A fixed prompt as token ids (exact lengths) and one as text.
 const ids = (n, salt) => Array.from({ length: n }, (_, i) => 1000 + ((i * 7919 + salt * 104729) % 30000));
 const greedy = { temperature: 0, max_tokens: 24, ignore_eos: true };
+// The server's /tokenize of a text (no special tokens): its token ids.
+const tokenize = async (prompt) => (await (await fetch(`${baseURL}/tokenize`, {
+  method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
+  body: JSON.stringify({ model, prompt, add_special_tokens: false }) })).json()).tokens;
 
 // ---- completions, not streamed ----
 {
@@ -116,10 +130,6 @@ const greedy = { temperature: 0, max_tokens: 24, ignore_eos: true };
   const plain = { temperature: 0, max_tokens: 24, ignore_eos: true, repetition_penalty: 1 };
   const text = async (extra, prompt = ids(12, 9)) =>
     (await client.completions.create({ model, prompt, ...plain, ...extra })).choices[0].text;
-  // The server's /tokenize of a text (no special tokens): its token ids.
-  const tokenize = async (prompt) => (await (await fetch(`${baseURL}/tokenize`, {
-    method: 'POST', headers: { Authorization: `Bearer ${apiKey}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ model, prompt, add_special_tokens: false }) })).json()).tokens;
   const base = await text({});
   // logit_bias +100 on one id forces it under greedy: the id of " hello", 24 times.
   const hello = await tokenize(' hello');
@@ -160,16 +170,75 @@ const greedy = { temperature: 0, max_tokens: 24, ignore_eos: true };
   const g77 = await sampled({ temperature: 0 });
   check(g77 === await sampled({ temperature: 0, seed: 1 }) && g77 !== omitted, 'explicit temperature 0 overrides the default');
 }
-// ---- bad requests: OpenAI errors with the right status ----
-const expectError = async (status, what, fn) => {
-  try {
-    await fn();
-    check(false, `${what}: expected HTTP ${status}, got success`);
-  } catch (e) {
-    check(e instanceof OpenAI.APIError && e.status === status, `${what}: expected HTTP ${status}, got ${e.status} ${e.message}`);
-    if (e.status === status) check(typeof e.error?.message === 'string' && e.error.message.length > 0, `${what}: error message`);
+// ---- n > 1: choices 0..n-1 per prompt; with a seed, choice j samples with seed + j;
+// usage counts every completion and each prompt once ----
+{
+  const base = { model, prompt: ids(12, 9), max_tokens: 12, ignore_eos: true, temperature: 1 };
+  const texts = (r) => r.choices.map((c) => c.text);
+  const r = await client.completions.create({ ...base, n: 3, seed: 5 });
+  check(r.choices.length === 3 && r.choices.every((c, i) => c.index === i && c.finish_reason === 'length'), 'n = 3: choices 0..2');
+  check(new Set(texts(r)).size === 3, `n = 3 with a seed: the choices differ: ${JSON.stringify(texts(r))}`);
+  check(r.usage.prompt_tokens === 12 && r.usage.completion_tokens === 36, `n = 3 usage: ${JSON.stringify(r.usage)}`);
+  const again = await client.completions.create({ ...base, n: 3, seed: 5 });
+  check(JSON.stringify(texts(again)) === JSON.stringify(texts(r)), 'n = 3 with a seed is reproducible');
+  const alone = await client.completions.create({ ...base, seed: 6 });
+  check(alone.choices[0].text === r.choices[1].text, 'choice 1 of seed 5 samples as n = 1 with seed 6');
+  const g = await client.completions.create({ ...base, n: 2, temperature: 0 });
+  check(g.choices[0].text === g.choices[1].text, 'greedy n = 2: identical choices');
+  const two = await client.completions.create({ model, prompt: [ids(8, 1), ids(8, 2)], max_tokens: 4, ignore_eos: true, temperature: 0, n: 2 });
+  check(two.choices.length === 4 && two.usage.prompt_tokens === 16 && two.usage.completion_tokens === 16, 'two prompts x n = 2: 4 choices, usage');
+  check(two.choices[0].text === two.choices[1].text && two.choices[2].text === two.choices[3].text &&
+        two.choices[0].text !== two.choices[2].text, 'two prompts x n = 2: choice i is prompt i / n');
+  // Chat, streamed and whole: the same choices.
+  const chatReq = { model, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 6, ignore_eos: true, temperature: 1, seed: 3, n: 2 };
+  const whole = await client.chat.completions.create(chatReq);
+  check(whole.choices.length === 2 && whole.usage.completion_tokens === 12, 'chat n = 2');
+  const s = await client.chat.completions.create({ ...chatReq, stream: true, stream_options: { include_usage: true } });
+  const streamed = ['', ''], roles = [null, null];
+  let usage = null;
+  for await (const c of s) {
+    if (c.usage) usage = c.usage;
+    for (const ch of c.choices) { streamed[ch.index] += ch.delta.content ?? ''; roles[ch.index] ??= ch.delta.role; }
   }
-};
+  check(streamed[0] === whole.choices[0].message.content && streamed[1] === whole.choices[1].message.content, 'chat n = 2 streamed equals whole');
+  check(roles[0] === 'assistant' && roles[1] === 'assistant', 'chat n = 2: each choice streams its role');
+  check(usage?.completion_tokens === 12 && usage?.prompt_tokens === whole.usage.prompt_tokens, 'chat n = 2 stream usage');
+}
+// ---- tools (--tool-call-parser hermes): accepted, rendered, and the response carries
+// message.tool_calls. The synthetic model writes no real call; "<tool_call>" forced by
+// logit_bias is no valid call, so it stays content (the parser itself: unit tests). ----
+{
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather now',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+  const messages = [{ role: 'user', content: 'Weather in Paris?' }];
+  const r = await client.chat.completions.create({ model, messages, tools, ...greedy, max_tokens: 4 });
+  check(Array.isArray(r.choices[0].message.tool_calls) && typeof r.choices[0].message.content === 'string', 'tools: message.tool_calls and content');
+  const conv = [...messages,
+    { role: 'assistant', content: null, tool_calls: [{ id: 'chatcmpl-tool-1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }] },
+    { role: 'tool', tool_call_id: 'chatcmpl-tool-1', content: '18 C, sunny' }];
+  const r2 = await client.chat.completions.create({ model, messages: conv, tools, tool_choice: 'auto', ...greedy, max_tokens: 4 });
+  check(r2.usage.prompt_tokens > r.usage.prompt_tokens, 'a conversation with a tool call and its result is accepted');
+  const open = await tokenize('<tool_call>');
+  check(open?.length === 1, `"<tool_call>" is one token: ${JSON.stringify(open)}`);
+  const forced = { model, messages, tools, ...greedy, max_tokens: 3, logit_bias: { [String(open[0])]: 100 } };
+  const f = await client.chat.completions.create(forced);
+  check(f.choices[0].message.content === '<tool_call>'.repeat(3) && f.choices[0].message.tool_calls.length === 0 &&
+        f.choices[0].finish_reason === 'length', `malformed tool call stays content: ${JSON.stringify(f.choices[0])}`);
+  const fs_ = await client.chat.completions.create({ ...forced, stream: true });
+  let text = '', calls = 0, finish = null;
+  for await (const c of fs_) {
+    text += c.choices[0].delta.content ?? '';
+    calls += c.choices[0].delta.tool_calls?.length ?? 0;
+    finish = c.choices[0].finish_reason ?? finish;
+  }
+  check(text === '<tool_call>'.repeat(3) && calls === 0 && finish === 'length', `streamed malformed tool call stays content: ${JSON.stringify(text)}`);
+  const none = await client.chat.completions.create({ model, messages, tools, tool_choice: 'none', ...greedy, max_tokens: 2 });
+  check(none.choices[0].message.tool_calls === undefined, 'tool_choice none: no tool-call parsing');
+  await expectError(400, 'tool_choice required', () => client.chat.completions.create({ model, messages, tools, tool_choice: 'required' }));
+  await expectError(400, 'tool_choice a named function', () => client.chat.completions.create({ model, messages, tools,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } } }));
+}
+// ---- bad requests: OpenAI errors with the right status ----
 await expectError(404, 'unknown model', () => client.completions.create({ model: 'no-such-model', prompt: 'x', max_tokens: 1 }));
 await expectError(400, 'max_tokens 0', () => client.completions.create({ model, prompt: 'x', max_tokens: 0 }));
 await expectError(400, 'max_tokens over the context', () => client.completions.create({ model, prompt: 'x', max_tokens: 10_000_000 }));
@@ -181,7 +250,8 @@ await expectError(400, 'message content a number', () => client.chat.completions
 await expectError(400, 'message without role', () => client.chat.completions.create({ model, messages: [{ content: 'hi' }] }));
 await expectError(400, 'empty prompt', () => client.completions.create({ model, prompt: '', max_tokens: 1 }));
 await expectError(400, 'token id past the vocabulary', () => client.completions.create({ model, prompt: [1, 2, 99999999], max_tokens: 1 }));
-await expectError(400, 'n > 1', () => client.completions.create({ model, prompt: 'x', n: 2 }));
+await expectError(400, 'n 0', () => client.completions.create({ model, prompt: 'x', n: 0 }));
+await expectError(400, 'n over the cap', () => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], n: 1000 }));
 await expectError(400, 'repetition_penalty 0', () => client.completions.create({ model, prompt: 'x', repetition_penalty: 0 }));
 await expectError(400, 'presence_penalty 2.5', () => client.completions.create({ model, prompt: 'x', presence_penalty: 2.5 }));
 await expectError(400, 'frequency_penalty -2.5', () => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], frequency_penalty: -2.5 }));

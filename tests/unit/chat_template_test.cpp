@@ -548,6 +548,26 @@ TEST(ChatTemplate, FromModelDirReadsTheConfig) {
                {"/nonexistent/model/tokenizer_config.json"});
 }
 
+// serve --chat-template: a file (or the template inline), the model's bos / eos tokens.
+TEST(ChatTemplate, FromFileOverridesTheModelTemplate) {
+  TempDir d;
+  d.write("tokenizer_config.json", R"({"chat_template": "model", "bos_token": "<s>"})");
+  d.write("mine.jinja", "{{ bos_token }}mine:{{ messages[0].content }}");
+  const std::string file = d.str() + "/mine.jinja";
+  EXPECT_EQ(ChatTemplate::from_file(file, d.str()).render(ojson::array({user("x")}), false),
+            "<s>mine:x");
+  EXPECT_EQ(ChatTemplate::from_file("inline:{{ messages[0].content }}", d.str())
+                .render(ojson::array({user("y")}), false),
+            "inline:y");
+  expect_error([&] { ChatTemplate::from_file(d.str() + "/none.jinja", d.str()); },
+               {d.str() + "/none.jinja", "no such file"});
+  d.write("bad.jinja", "{% if %}");
+  expect_error([&] { ChatTemplate::from_file(d.str() + "/bad.jinja", d.str()); },
+               {d.str() + "/bad.jinja", "does not parse", "line 1, column"});
+  d.write("empty.jinja", "");
+  expect_error([&] { ChatTemplate::from_file(d.str() + "/empty.jinja", d.str()); }, {"is empty"});
+}
+
 TEST(ChatTemplate, ChecksMessages) {
   const ChatTemplate t = ChatTemplate::from_string("{{ messages|length }}");
   expect_error([&] { t.render(ojson::object(), false); }, {"messages must be a list"});
