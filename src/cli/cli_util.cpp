@@ -4,7 +4,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
+#include "model/gguf.h"
+#include "model/gguf_model.h"
+#include "model/gguf_tokenizer.h"
 
 namespace cpinfer {
 
@@ -37,6 +42,33 @@ std::vector<int32_t> parse_id_list(const std::string& list, const std::string& f
   }
   CPI_CHECK(!ids.empty(), "{} is empty", flag);
   return ids;
+}
+
+Tokenizer load_model_tokenizer(const std::string& model) {
+  const std::string gguf = find_gguf_model(model);
+  if (gguf.empty()) return Tokenizer::from_file(model + "/tokenizer.json");
+  return Tokenizer::from_json_text(gguf_tokenizer_json(open_gguf(gguf).gguf),
+                                   fmt::format("'{}' (its tokenizer)", gguf));
+}
+
+std::unique_ptr<ChatTemplate> load_model_chat_template(const std::string& model) {
+  if (const std::string gguf = find_gguf_model(model); !gguf.empty()) {
+    const auto t = gguf_chat_template(open_gguf(gguf).gguf);
+    if (!t) return nullptr;
+    try {
+      return std::make_unique<ChatTemplate>(
+          ChatTemplate::from_string(t->source, t->bos_token, t->eos_token));
+    } catch (const Error& e) {
+      fail("'{}': tokenizer.chat_template: {}", gguf, e.what());
+    }
+  }
+  // Whether DIR/tokenizer_config.json has a chat_template (a broken one is an error then).
+  std::ifstream f(model + "/tokenizer_config.json");
+  if (!f) return nullptr;
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("chat_template") || j["chat_template"].is_null())
+    return nullptr;
+  return std::make_unique<ChatTemplate>(ChatTemplate::from_model_dir(model));
 }
 
 }  // namespace cpinfer

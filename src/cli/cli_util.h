@@ -1,8 +1,12 @@
 // Small helpers shared by the subcommands.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "chat/chat_template.h"
+#include "tokenizer/tokenizer.h"
 
 namespace cpinfer {
 
@@ -12,5 +16,14 @@ std::string read_text_file(const std::string& path, const std::string& what);
 // "1, 2,3" -> {1, 2, 3}: comma-separated non-negative ids; Error naming `flag` and the bad
 // item otherwise (and when the list is empty).
 std::vector<int32_t> parse_id_list(const std::string& list, const std::string& flag);
+
+// The tokenizer of a model path: DIR/tokenizer.json, or a GGUF model's tokenizer keys
+// (model/gguf_tokenizer.h) when the path is one (model/gguf_model.h: find_gguf_model).
+Tokenizer load_model_tokenizer(const std::string& model);
+
+// The chat template of a model path (DIR/tokenizer_config.json, or a GGUF model's
+// tokenizer.chat_template); null when the model has none. A broken one is an Error naming
+// the file.
+std::unique_ptr<ChatTemplate> load_model_chat_template(const std::string& model);
 
 }  // namespace cpinfer

@@ -160,7 +160,7 @@ int run_generate(const GenerateArgs& a) {
   const RankModel rm = setup_rank(a.model, a.layout, comm);
   const ParallelLayout& layout = rm.layout;
   ThreadPool& pool = global_pool();
-  Tokenizer tok = Tokenizer::from_file(a.model + "/tokenizer.json");
+  Tokenizer tok = load_model_tokenizer(a.model);
   const SamplingParams sampling = sampling_params(a, rm.config);
   std::vector<GenerateRequest> reqs;
   for (auto& prompt : read_prompts(a, tok))

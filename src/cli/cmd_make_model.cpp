@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "model/gguf.h"
 #include "model/safetensors.h"
 #include "model/synthetic_model.h"
 
@@ -20,6 +21,7 @@ namespace {
 struct MakeModelArgs {
   MakeModelOptions opts;
   std::string dtype = "bf16";
+  std::string quantization = "none";
 };
 
 int run_make_model(MakeModelArgs& a) {
@@ -27,27 +29,40 @@ int run_make_model(MakeModelArgs& a) {
   MakeModelOptions& o = a.opts;
   if (a.dtype == "bf16") o.dtype = DType::BF16;
   else if (a.dtype == "f32") o.dtype = DType::F32;
-  else fail("--dtype must be bf16 or f32, found '{}'", a.dtype);
+  else if (a.dtype == "f16") o.dtype = DType::F16;
+  else fail("--dtype must be bf16, f16 or f32, found '{}'", a.dtype);
+  CPI_CHECK(a.quantization == "none" || a.quantization == "int8", "--quantization must be none "
+            "or int8, found '{}'", a.quantization);
+  o.q8_0 = a.quantization == "int8";
 
   const auto t0 = std::chrono::steady_clock::now();
   make_model(o);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   // Report what is on disk, not what was planned.
-  const SafetensorsStore store = SafetensorsStore::open(o.out_dir);
-  int64_t params = 0;
-  for (const std::string& n : store.names()) params += store.get(n).numel();
+  int64_t params = 0, tensors = 0;
   uint64_t bytes = 0;
-  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json",
-                        "tokenizer_config.json", "model.safetensors"})
-    bytes += fs::file_size(fs::path(o.out_dir) / f);
+  if (o.format == "gguf") {
+    const std::string path = (fs::path(o.out_dir) / "model.gguf").string();
+    const MappedGguf g = open_gguf(path);
+    for (const TensorInfo& t : g.gguf.tensors) params += t.numel();
+    tensors = int64_t(g.gguf.tensors.size());
+    bytes = fs::file_size(path);
+  } else {
+    const SafetensorsStore store = SafetensorsStore::open(o.out_dir);
+    for (const std::string& n : store.names()) params += store.get(n).numel();
+    tensors = int64_t(store.names().size());
+    for (const char* f : {"config.json", "generation_config.json", "tokenizer.json",
+                          "tokenizer_config.json", "model.safetensors"})
+      bytes += fs::file_size(fs::path(o.out_dir) / f);
+  }
+  const std::string dtype = o.q8_0 ? a.dtype + "+q8_0" : a.dtype;
   const ModelConfig c = make_model_config(o);
   std::fprintf(stderr,
                "wrote %s: preset %s, %lld layers, %lld tensors, %lld params (%.3f B), %s, "
                "%llu bytes (%.1f MiB) in %.2f s\n",
                o.out_dir.c_str(), o.preset.c_str(), (long long)c.num_layers,
-               (long long)store.names().size(), (long long)params, double(params) / 1e9,
-               a.dtype.c_str(), (unsigned long long)bytes, double(bytes) / (1 << 20), secs);
+               (long long)tensors, (long long)params, double(params) / 1e9, dtype.c_str(), (unsigned long long)bytes, double(bytes) / (1 << 20), secs);
   return 0;
 }
 
@@ -64,7 +79,14 @@ void register_make_model(CLI::App& app, CommandAction* action) {
   cmd->add_option("--out", args->opts.out_dir, "output directory (created if missing)")
       ->required();
   cmd->add_option("--num-layers", args->opts.num_layers, "override the preset's depth");
-  cmd->add_option("--dtype", args->dtype, "weight dtype: bf16 (default) or f32");
+  cmd->add_option("--dtype", args->dtype, "weight dtype: bf16 (default), f16 or f32");
+  cmd->add_option("--format", args->opts.format,
+                  "safetensors (default: a Hugging Face directory) or gguf (OUT/model.gguf, "
+                  "llama.cpp's format: weights, config and tokenizer in one file)")
+      ->check(CLI::IsMember({"safetensors", "gguf"}));
+  cmd->add_option("--quantization", args->quantization,
+                  "none (default) or int8: with --format gguf, matrices stored as Q8_0 "
+                  "(quantized from the --dtype values)");
   cmd->add_option("--seed", args->opts.seed, "random seed (default 0)");
   cmd->add_option("--tokenizer", args->opts.tokenizer_json,
                   "the Qwen tokenizer.json to use for Qwen presets (default: "

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "chat/chat_template.h"
+#include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/rank_setup.h"
 #include "core/error.h"
@@ -77,14 +78,6 @@ int64_t pool_pages(const ServeArgs& a, const ModelConfig& c, const ParallelLayou
   CPI_CHECK(pages >= 1, "--kv-cache-space {} GiB holds no page of {} tokens", a.kv_cache_space_gib,
             a.layout.page_size);
   return pages;
-}
-
-// Whether DIR/tokenizer_config.json has a chat_template (a broken one is an error later).
-bool model_has_chat_template(const std::string& dir) {
-  std::ifstream f(dir + "/tokenizer_config.json");
-  if (!f) return false;
-  nlohmann::json j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() && j.contains("chat_template") && !j["chat_template"].is_null();
 }
 
 // SIGINT / SIGTERM end the engine loop (rank 0) gracefully: the handler only sets a flag
@@ -158,13 +151,13 @@ int run_serve(ServeArgs a) {
   }
   signal(SIGPIPE, SIG_IGN);  // a client that goes away must not end the server
 
-  Tokenizer tok = Tokenizer::from_file(a.model + "/tokenizer.json");
+  Tokenizer tok = load_model_tokenizer(a.model);
   std::unique_ptr<ChatTemplate> chat;
   if (!a.chat_template.empty())
     chat = std::make_unique<ChatTemplate>(ChatTemplate::from_file(a.chat_template, a.model));
-  else if (model_has_chat_template(a.model))
-    chat = std::make_unique<ChatTemplate>(ChatTemplate::from_model_dir(a.model));
   else
+    chat = load_model_chat_template(a.model);
+  if (!chat)
     CPI_LOG_WARN("{} has no chat template: /v1/chat/completions will answer 400", a.model);
 
   EngineOptions eo;

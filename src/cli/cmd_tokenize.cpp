@@ -28,9 +28,8 @@ void print_ids(const std::vector<int32_t>& ids) {
 }
 
 int run_tokenize(const TokenizeArgs& a) {
-  const std::string path =
-      a.tokenizer_path.empty() ? a.model_dir + "/tokenizer.json" : a.tokenizer_path;
-  const Tokenizer tok = Tokenizer::from_file(path);
+  const Tokenizer tok = a.tokenizer_path.empty() ? load_model_tokenizer(a.model_dir)
+                                                 : Tokenizer::from_file(a.tokenizer_path);
   if (!a.decode_ids.empty()) {
     const std::string text = tok.decode(parse_id_list(a.decode_ids, "--decode"), a.skip_special);
     // Invalid UTF-8 (ids that split a character) is shown as U+FFFD.
@@ -62,7 +61,7 @@ void register_tokenize(CLI::App& app, CommandAction* action) {
   auto* cmd = app.add_subcommand(
       "tokenize", "Encode text to token ids (or decode ids) with a model's tokenizer.json");
   auto* src = cmd->add_option_group("tokenizer", "Where the tokenizer comes from (exactly one)");
-  src->add_option("--model", args->model_dir, "Model directory containing tokenizer.json");
+  src->add_option("--model", args->model_dir, "Model directory containing tokenizer.json, or a GGUF model");
   src->add_option("--tokenizer", args->tokenizer_path, "Path to a tokenizer.json");
   src->require_option(1);
   auto* in = cmd->add_option_group("input", "What to encode or decode (exactly one)");

@@ -3,12 +3,14 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "model/gguf.h"
 
 namespace cpinfer {
 
 namespace {
 ModelConfig load_checked_config(const std::string& model_dir) {
-  CPI_CHECK(std::filesystem::is_directory(model_dir),
+  CPI_CHECK(std::filesystem::is_directory(model_dir) ||
+                (std::filesystem::is_regular_file(model_dir) && has_gguf_extension(model_dir)),
             "model directory '{}' does not exist (make one with `cpinfer make-model`)",
             model_dir);
   return load_model_config(model_dir);

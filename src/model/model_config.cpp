@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/json_parse.h"
+#include "model/gguf_model.h"
 
 namespace cpinfer {
 
@@ -390,6 +391,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 
 ModelConfig load_model_config(const std::string& model_dir) {
   namespace fs = std::filesystem;
+  if (const std::string gguf = find_gguf_model(model_dir); !gguf.empty())
+    return gguf_model_config(open_gguf(gguf).gguf);
   const fs::path dir(model_dir);
   CPI_CHECK(fs::is_directory(dir), "model directory '{}' does not exist or is not a directory",
             model_dir);

@@ -33,6 +33,10 @@ struct RopeScaling {
   double mscale = 0.0;          // 0: absent
   double mscale_all_dim = 0.0;  // 0: absent
   bool truncate = true;
+  // A GGUF file's rope_freqs tensor (llama.cpp's form of Llama 3 scaling, when it is not
+  // recognised as the standard llama3 parameters): after the type's scaling, inverse
+  // frequency i is divided by freq_factors[i]. Empty: none. [head_dim / 2]
+  std::vector<double> freq_factors;
 };
 
 // The sampling values of generation_config.json (absent: not given). They are the defaults
@@ -70,7 +74,8 @@ struct ModelConfig {
 // Parses and validates config.json text; `source` names the file in errors.
 // Throws Error naming the field and the expected value.
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
-// Reads DIR/config.json and, if present, DIR/generation_config.json (extra eos ids and the
+// A GGUF model (a .gguf file, or a directory holding one and no config.json) is read by
+// gguf_model_config (model/gguf_model.h). Otherwise reads DIR/config.json and, if present, DIR/generation_config.json (extra eos ids and the
 // sampling defaults: temperature, top_p, top_k, repetition_penalty, min_p, range-checked).
 ModelConfig load_model_config(const std::string& model_dir);
 nlohmann::json model_config_to_json(const ModelConfig& c);

@@ -40,6 +40,19 @@ uint64_t tensor_key(uint64_t seed, std::string_view name) {
 
 float random_normal_at(uint64_t key, uint64_t i) { return z_at(key, i); }
 
+void random_values(float* out, DType dtype, uint64_t key, float mean, float std, int64_t begin,
+                   int64_t end) {
+  for (int64_t i = begin; i < end; ++i) {
+    const float v = mean + std * z_at(key, uint64_t(i));
+    switch (dtype) {
+      case DType::F32: out[i - begin] = v; break;
+      case DType::BF16: out[i - begin] = float(bf16(v)); break;
+      case DType::F16: out[i - begin] = float(f16(v)); break;
+      default: fail("random weights can be F32, BF16 or F16, not {}", dtype_name(dtype));
+    }
+  }
+}
+
 void fill_random(uint8_t* dst, DType dtype, uint64_t key, float mean, float std, int64_t begin,
                  int64_t end) {
   switch (dtype) {

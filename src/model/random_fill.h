@@ -18,6 +18,10 @@ uint64_t tensor_key(uint64_t seed, std::string_view name);
 void fill_random(uint8_t* dst, DType dtype, uint64_t key, float mean, float std, int64_t begin,
                  int64_t end);
 
+// Elements [begin, end) as fill_random writes them in `dtype`, widened to f32, at
+// out[0, end - begin) (for writers that convert them further, e.g. to Q8_0).
+void random_values(float* out, DType dtype, uint64_t key, float mean, float std, int64_t begin,
+                   int64_t end);
 // The z value of element i (the same numbers fill_random uses), for tests.
 float random_normal_at(uint64_t key, uint64_t i);
 

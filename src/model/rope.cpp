@@ -72,7 +72,6 @@ std::vector<double> rope_inv_freq(const ModelConfig& c) {
   for (int64_t i = 0; i < half; ++i)
     inv[size_t(i)] = 1.0 / std::pow(c.rope_theta, double(2 * i) / double(c.head_dim));
   const RopeScaling& s = c.rope_scaling;
-  if (s.type == "default") return inv;
   if (s.type == "linear") {
     // Positions divided by factor, which is the same as frequencies divided by it.
     for (double& f : inv) f /= s.factor;
@@ -80,9 +79,14 @@ std::vector<double> rope_inv_freq(const ModelConfig& c) {
     scale_llama3(s, inv);
   } else if (s.type == "yarn") {
     scale_yarn(s, c.rope_theta, c.head_dim, inv);
-  } else {
+  } else if (s.type != "default") {
     fail("unsupported rope_scaling type '{}' (supported: default, linear, llama3, yarn)",
          s.type);
+  }
+  if (!s.freq_factors.empty()) {
+    CPI_CHECK(int64_t(s.freq_factors.size()) == half, "rope frequency factors: {} values for "
+              "head_dim {} (expected {})", s.freq_factors.size(), c.head_dim, half);
+    for (int64_t i = 0; i < half; ++i) inv[size_t(i)] /= s.freq_factors[size_t(i)];
   }
   return inv;
 }

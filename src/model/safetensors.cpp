@@ -1,25 +1,17 @@
 #include "model/safetensors.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <exception>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/json_parse.h"
-#include "core/progress.h"
-#include "core/thread_pool.h"
 
 namespace cpinfer {
 
@@ -224,6 +216,20 @@ SafetensorsStore SafetensorsStore::open(const std::string& path) {
   return s;
 }
 
+SafetensorsStore SafetensorsStore::from_tensors(std::string source,
+                                                std::vector<TensorInfo> tensors,
+                                                std::shared_ptr<const void> keep) {
+  SafetensorsStore s;
+  s.source_ = std::move(source);
+  s.keep_ = std::move(keep);
+  for (TensorInfo& t : tensors) {
+    const std::string name = t.name;
+    CPI_CHECK(s.tensors_.emplace(name, std::move(t)).second, "tensor '{}' appears twice in "
+              "'{}'", name, s.source_);
+  }
+  return s;
+}
+
 bool SafetensorsStore::contains(const std::string& name) const { return tensors_.count(name); }
 
 const TensorInfo& SafetensorsStore::get(const std::string& name) const {
@@ -235,8 +241,10 @@ const TensorInfo& SafetensorsStore::get(const std::string& name) const {
 const TensorInfo& SafetensorsStore::get_checked(const std::string& name,
                                                 const std::vector<int64_t>& shape) const {
   const TensorInfo& t = get(name);
-  CPI_CHECK(t.dtype == DType::F32 || t.dtype == DType::BF16 || t.dtype == DType::F16,
-            "tensor '{}' in {} has dtype {}, expected F32, BF16 or F16", name, t.file,
+  CPI_CHECK(t.dtype == DType::F32 || t.dtype == DType::BF16 || t.dtype == DType::F16 ||
+                t.dtype == DType::Q8_0,
+            "tensor '{}' in {} has dtype {}, expected F32, BF16 or F16 (or Q8_0 in a GGUF file)",
+            name, t.file,
             dtype_name(t.dtype));
   CPI_CHECK(t.shape == shape, "tensor '{}' in {} has shape {}, expected {}", name, t.file,
             shape_str(t.shape), shape_str(shape));
@@ -258,24 +266,6 @@ uint64_t SafetensorsStore::total_bytes() const {
 
 // ---- writing -----------------------------------------------------------------------
 
-namespace {
-
-// Owns the temporary output file until it is renamed into place; removes it on error.
-struct OutFile {
-  std::string tmp;
-  int fd = -1;
-  uint8_t* map = nullptr;
-  size_t size = 0;
-  bool done = false;
-  ~OutFile() {
-    if (map) ::munmap(map, size);
-    if (fd >= 0) ::close(fd);
-    if (!done) ::unlink(tmp.c_str());
-  }
-};
-
-}  // namespace
-
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata, int threads) {
   const size_t n = tensors.size();
@@ -289,13 +279,9 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
               t.name);
     CPI_CHECK(t.fill || t.fill_range, "writing '{}': tensor '{}' has no fill function", path,
               t.name);
-    uint64_t numel = 1;
-    for (int64_t d : t.shape) {
-      CPI_CHECK(d >= 0, "writing '{}': tensor '{}' has a negative dimension in shape {}", path,
-                t.name, shape_str(t.shape));
-      numel *= uint64_t(d);
-    }
-    nbytes[i] = numel * dtype_size(t.dtype);
+    CPI_CHECK(t.dtype != DType::Q8_0, "writing '{}': tensor '{}' is Q8_0, which safetensors "
+              "cannot hold", path, t.name);
+    nbytes[i] = tensor_bytes(path, t);
   }
 
   // Layout: stable by dtype size, largest first, so each tensor is aligned to its element.
@@ -319,92 +305,13 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
                    {"shape", t.shape},
                    {"data_offsets", {offset[i], offset[i] + nbytes[i]}}};
   }
-  std::string header = hdr.dump();
-  header.resize((header.size() + 7) / 8 * 8, ' ');
-  const uint64_t total = 8 + header.size() + data_size;
-
-  OutFile out;
-  out.tmp = path + ".tmp";
-  out.fd = ::open(out.tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  CPI_CHECK(out.fd >= 0, "cannot create '{}': {}", out.tmp, std::strerror(errno));
-  CPI_CHECK(::ftruncate(out.fd, off_t(total)) == 0, "cannot size '{}' to {} bytes: {}", out.tmp,
-            total, std::strerror(errno));
-  // Reserve the blocks now: running out of space later would be a SIGBUS in the map.
-  // (fallocate, unlike posix_fallocate, does not emulate itself by writing zeros.)
-  if (::fallocate(out.fd, 0, 0, off_t(total)) != 0 && errno == ENOSPC)
-    fail("not enough disk space to write '{}' ({} bytes)", path, total);
-  void* p = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, out.fd, 0);
-  CPI_CHECK(p != MAP_FAILED, "cannot mmap '{}' ({} bytes) for writing: {}", out.tmp, total,
-            std::strerror(errno));
-  out.map = static_cast<uint8_t*>(p);
-  out.size = total;
-  for (int i = 0; i < 8; ++i) out.map[i] = uint8_t(uint64_t(header.size()) >> (8 * i));
-  std::memcpy(out.map + 8, header.data(), header.size());
-  uint8_t* data = out.map + 8 + header.size();
-
-  // Tasks: a whole tensor (fill) or a chunk of elements (fill_range); biggest first so
-  // the dynamic hand-out balances well.
-  struct Task { size_t tensor; int64_t begin, end; uint64_t bytes; };
-  constexpr int64_t kChunkBytes = 4 << 20;
-  std::vector<Task> tasks;
-  for (size_t i = 0; i < n; ++i) {
-    if (nbytes[i] == 0) continue;
-    const TensorToWrite& t = tensors[i];
-    const int64_t numel = int64_t(nbytes[i] / dtype_size(t.dtype));
-    if (!t.fill_range) {
-      tasks.push_back({i, 0, numel, nbytes[i]});
-      continue;
-    }
-    const int64_t chunk = std::max<int64_t>(1, kChunkBytes / int64_t(dtype_size(t.dtype)));
-    for (int64_t b = 0; b < numel; b += chunk) {
-      int64_t e = std::min(numel, b + chunk);
-      tasks.push_back({i, b, e, uint64_t(e - b) * dtype_size(t.dtype)});
-    }
-  }
-  std::stable_sort(tasks.begin(), tasks.end(),
-                   [](const Task& a, const Task& b) { return a.bytes > b.bytes; });
-
-  ProgressBar bar("writing " + fs::path(path).filename().string(), data_size);
-  std::mutex mu;
-  std::exception_ptr error;
-  ThreadPool pool(std::max(1, threads));
-  pool.run(int64_t(tasks.size()), [&](int64_t k, int) {
-    const Task& task = tasks[size_t(k)];
-    const TensorToWrite& t = tensors[task.tensor];
-    try {
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (error) return;
-      }
-      uint8_t* dst = data + offset[task.tensor];
-      if (t.fill_range) t.fill_range(dst, task.begin, task.end);
-      else t.fill(dst);
-      std::lock_guard<std::mutex> lock(mu);
-      bar.advance(task.bytes);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!error) error = std::current_exception();
-    }
-  });
-  bar.finish();
-  if (error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      fail("writing '{}': {}", path, e.what());
-    }
-  }
-
-  // Wait for the data to reach the disk so that I/O errors surface here, naming the file.
-  CPI_CHECK(::msync(out.map, total, MS_SYNC) == 0, "cannot write '{}': {}", out.tmp,
-            std::strerror(errno));
-  ::munmap(out.map, total);
-  out.map = nullptr;
-  CPI_CHECK(::close(out.fd) == 0, "cannot close '{}': {}", out.tmp, std::strerror(errno));
-  out.fd = -1;
-  CPI_CHECK(::rename(out.tmp.c_str(), path.c_str()) == 0, "cannot rename '{}' to '{}': {}",
-            out.tmp, path, std::strerror(errno));
-  out.done = true;
+  std::string json_text = hdr.dump();
+  json_text.resize((json_text.size() + 7) / 8 * 8, ' ');
+  std::string header(8, '\0');
+  for (int i = 0; i < 8; ++i) header[size_t(i)] = char(uint8_t(uint64_t(json_text.size()) >> (8 * i)));
+  header += json_text;
+  for (uint64_t& o : offset) o += header.size();
+  write_tensor_file(path, header, tensors, offset, header.size() + data_size, threads);
 }
 
 }  // namespace cpinfer

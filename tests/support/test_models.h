@@ -16,8 +16,10 @@ std::string test_model(const std::string& preset, int num_layers, DType dtype, u
 
 // Like test_model, for a config of the test's own (e.g. a preset's features in smaller
 // shapes), cached under `name` and the config's hash.
+// format "gguf": the same model as DIR/model.gguf (q8_0: its matrices as Q8_0).
 std::string test_model_config(const std::string& name, const ModelConfig& config, DType dtype,
-                              uint64_t seed = 1);
+                              uint64_t seed = 1, const std::string& format = "safetensors",
+                              bool q8_0 = false);
 
 // A fresh empty temporary directory (removed by the caller or left in /tmp).
 std::string make_temp_dir(const std::string& tag);

@@ -472,8 +472,14 @@ TEST(MakeModel, OptionErrors) {
   o = tiny_options(d / "m", DType::BF16, 0, 1);
   o.num_layers = 0;
   expect_error([&] { make_model(o); }, {"--num-layers", "0"});
-  o = tiny_options(d / "m", DType::F16, 0, 1);
-  expect_error([&] { make_model(o); }, {"bf16", "f32", "F16"});
+  o = tiny_options(d / "m", DType::I32, 0, 1);
+  expect_error([&] { make_model(o); }, {"bf16, f16 or f32", "I32"});
+  o = tiny_options(d / "m", DType::BF16, 0, 1);
+  o.q8_0 = true;
+  expect_error([&] { make_model(o); }, {"Q8_0 weights need --format gguf"});
+  o = tiny_options(d / "m", DType::BF16, 0, 1);
+  o.format = "onnx";
+  expect_error([&] { make_model(o); }, {"--format must be safetensors or gguf", "onnx"});
   o = tiny_options(d / "m", DType::BF16, 0, 1);
   o.tokenizer_json = d / "missing.json";
   expect_error([&] { make_model(o); }, {d / "missing.json"});

