@@ -120,7 +120,11 @@ ModelConfig make_preset(const std::string& preset) {
     c.max_position_embeddings = 131072;
     c.rms_norm_eps = 1e-5;
     c.rope_theta = 500000.0;
-    c.rope_scaling = RopeScaling{"llama3", 32.0, 1.0, 4.0, 8192};
+    c.rope_scaling.type = "llama3";
+    c.rope_scaling.factor = 32.0;
+    c.rope_scaling.low_freq_factor = 1.0;
+    c.rope_scaling.high_freq_factor = 4.0;
+    c.rope_scaling.original_max_position_embeddings = 8192;
     c.tie_word_embeddings = true;
     c.attention_bias = false;
     c.bos_token_id = 128000;                     // <|begin_of_text|>
