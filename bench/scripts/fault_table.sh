@@ -185,7 +185,7 @@ run_fault() {  # run_fault NAME
     t=$(since "$T0")
     if [[ -n $restore && -z $t_restored ]] && awk -v t="$t" -v r="$restore_at" 'BEGIN { exit !(t >= r) }'; then
       procs_cut=$(procs_left)
-      $restore
+      $restore 2>/dev/null || true  # a stopped rank may be gone by then (the job ended)
       t_restored=$t
     fi
     if [[ -z $t_job ]] && ! kill -0 "$job" 2>/dev/null; then t_job=$t; fi

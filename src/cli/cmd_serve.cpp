@@ -94,7 +94,7 @@ void install_stop_handler(bool driver) {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-// The loss of a rank (dist/watchdog.h: it died, or is unreachable), on rank 0's watchdog thread: new requests and
+// The loss of a rank (dist/watchdog.h: it died, is unreachable or stopped responding), on rank 0's watchdog thread: new requests and
 // /health answer 503 naming the rank, requests in flight get the error, then the process
 // exits without any collective (the engine thread may be blocked in one for good). The other
 // ranks exit when they see rank 0 go; mpirun, seeing a rank die, ends the job too.
@@ -294,6 +294,10 @@ void register_serve(CLI::App& app, CommandAction* action) {
   cmd->add_option("--watchdog-port", a->watchdog.port,
                   "Multi-rank jobs: that channel's TCP port (0: any free port)")
       ->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--watchdog-timeout", a->watchdog.heartbeat_timeout_s,
+                  "Multi-rank jobs: seconds without a heartbeat after which a rank whose process "
+                  "is stopped or starved is declared lost and the job ends (0: never)")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   add_layout_flags(cmd, &a->layout, &a->threads_per_rank);
   cmd->add_option("--threads", a->threads_per_rank, "Alias of --threads-per-rank")
       ->check(CLI::Range(1, 1024));

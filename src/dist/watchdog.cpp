@@ -98,6 +98,12 @@ void worker_thread(Setup setup, int my_rank) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+  // The heartbeats keep the connection busy, so keepalive (which probes idle connections
+  // only) would never run here: a heartbeat unacknowledged for 7 s (rank 0's host down or the
+  // network cut) makes the kernel drop the connection instead, with ETIMEDOUT, as keepalive
+  // would have. A stopped rank 0 still acknowledges (its kernel does).
+  unsigned user_timeout_ms = 7000;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
   WatchdogHello h;
   h.secret = setup.secret;
   h.rank = my_rank;
@@ -107,15 +113,24 @@ void worker_thread(Setup setup, int my_rank) {
     CPI_LOG_WARN("rank {}: cannot register with rank 0's watchdog at {}", my_rank, where);
   }
   char buf[64];
+  const char beat = 'h';
   for (;;) {
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);  // rank 0 never sends: EOF or error
-    if (n > 0 || (n < 0 && errno == EINTR)) continue;
+    // One heartbeat byte per interval (rank 0 reads them as "alive and running"); rank 0
+    // never sends, so a readable socket means EOF or an error.
+    pollfd p{fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, WatchdogListener::kHeartbeatIntervalMs);
+    if (r == 0 || (r < 0 && errno == EINTR)) {
+      ::send(fd, &beat, 1, MSG_NOSIGNAL | MSG_DONTWAIT);  // a failure shows up in recv below
+      continue;
+    }
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))) continue;
     if (g_disarmed.load()) return;  // rank 0 left after a normal shutdown
     const std::string why =
         n == 0 ? std::string("its process exited")
                : errno == ETIMEDOUT
-                     ? std::string("unreachable: no answer to TCP keepalive probes for ~7 s; its "
-                                   "host is down or the network to it is cut")
+                     ? std::string("unreachable: nothing acknowledged for ~7 s; its host is down "
+                                   "or the network to it is cut")
                      : fmt::format("unreachable: {}", std::strerror(errno));
     std::fprintf(stderr, "cpinfer: rank %d: lost rank 0 (%s); exiting\n", my_rank, why.c_str());
     std::fflush(stderr);
@@ -134,7 +149,7 @@ void driver_thread(WatchdogListener* listener, int world) {
                    "the others is left to mpirun", listener->registered(), world - 1);
   });
   warn.detach();
-  listener->run(never, [] { return g_disarmed.load(); }, 1000);
+  listener->run(never, [] { return g_disarmed.load(); }, 250);
 }
 
 }  // namespace
@@ -186,7 +201,9 @@ void start_rank_watchdog(Comm& comm, const WatchdogOptions& options, RankLostFn 
                  "closed once all have registered)",
                  format_ipv4(setup.ip), setup.port, comm.size() - 1);
     // Lives as long as the process: the thread may still run at exit.
-    auto* listener = new WatchdogListener(listen_fd, comm.size(), setup.secret, std::move(on_lost));
+    auto* listener = new WatchdogListener(listen_fd, comm.size(), setup.secret, std::move(on_lost),
+                                          WatchdogListener::kHelloTimeoutMs,
+                                          int(options.heartbeat_timeout_s * 1000));
     std::thread(driver_thread, listener, comm.size()).detach();
   } else {
     std::thread(worker_thread, setup, comm.rank()).detach();

@@ -46,11 +46,15 @@ std::string peer_name(int fd) {
 }
 
 // The peer's end is closed or broken: "" while it is not; otherwise what happened, as a verb
-// phrase after "rank N", with *detail the reason (empty for EOF). Drains stray bytes.
-std::string peer_gone(int fd, std::string* detail) {
+// phrase after "rank N", with *detail the reason (empty for EOF). Drains the heartbeat bytes
+// (*heard: some arrived).
+std::string peer_gone(int fd, std::string* detail, bool* heard) {
   char buf[64];
   const ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-  if (n > 0) return "";
+  if (n > 0) {
+    *heard = true;
+    return "";
+  }
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return "";
   if (n == 0) return "died";  // EOF: its kernel closed the connection, the process ended
   const int e = errno;
@@ -80,8 +84,10 @@ WatchdogSecret random_watchdog_secret() {
 }
 
 WatchdogListener::WatchdogListener(int listen_fd, int world, const WatchdogSecret& secret,
-                                   LostFn on_lost, int hello_timeout_ms)
-    : listen_fd_(listen_fd), world_(world), hello_timeout_ms_(hello_timeout_ms), secret_(secret), on_lost_(std::move(on_lost)),
+                                   LostFn on_lost, int hello_timeout_ms,
+                                   int heartbeat_timeout_ms)
+    : listen_fd_(listen_fd), world_(world), hello_timeout_ms_(hello_timeout_ms),
+      heartbeat_timeout_ms_(heartbeat_timeout_ms), secret_(secret), on_lost_(std::move(on_lost)),
       is_registered_(size_t(world), false) {
   ::fcntl(listen_fd_, F_SETFL, ::fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
   if (world_ <= 1) close_listener();
@@ -153,7 +159,7 @@ bool WatchdogListener::read_hello(Pending& p) {
     reject(p, fmt::format("rank {} has registered already", h.rank));
     return true;
   }
-  Peer peer{p.fd, h};
+  Peer peer{p.fd, h, Clock::now()};
   peer.hello.host[sizeof(peer.hello.host) - 1] = '\0';
   int on = 1, idle = 2, intvl = 1, cnt = 5;  // a vanished host: noticed after ~7 s
   ::setsockopt(p.fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
@@ -199,16 +205,30 @@ void WatchdogListener::run(const std::atomic<bool>& stop, const std::function<bo
     pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                   [](const Pending& p) { return p.fd < 0; }),
                    pending_.end());
-    // Registered ranks: a closed connection is a dead rank.
+    // Registered ranks: a closed connection is a dead rank; bytes are heartbeats.
     for (size_t i = first_peer; r > 0 && i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
+      Peer& p = peers_[i - first_peer];
       std::string detail;
-      const std::string what = peer_gone(fds[i].fd, &detail);
+      bool heard = false;
+      const std::string what = peer_gone(fds[i].fd, &detail, &heard);
+      if (heard) p.last_heard = now;
       if (what.empty()) continue;
       if (disarmed()) return;  // normal shutdown: ranks are leaving
-      const Peer& p = peers_[i - first_peer];
       on_lost_(p.hello.rank, fmt::format("{} (pid {} on {}{}{})", what, p.hello.pid, p.hello.host,
                                          detail.empty() ? "" : ": ", detail));
+      return;
+    }
+    // A live connection without heartbeats: the process is stopped or starved.
+    for (const Peer& p : peers_) {
+      if (heartbeat_timeout_ms_ <= 0) break;
+      const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - p.last_heard);
+      if (silent.count() <= heartbeat_timeout_ms_) continue;
+      if (disarmed()) return;
+      on_lost_(p.hello.rank,
+               fmt::format("is not responding (pid {} on {}: no heartbeat for {:.1f} s; the "
+                           "process is stopped or starved, or the network to it is cut)",
+                           p.hello.pid, p.hello.host, double(silent.count()) / 1000.0));
       return;
     }
     if (r > 0 && first_pending == 1 && listen_fd_ >= 0 && (fds[0].revents & POLLIN)) accept_new();

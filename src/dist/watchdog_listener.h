@@ -9,6 +9,10 @@
 // logged, and changes nothing. Accepts and reads never block the loop (non-blocking sockets,
 // at most kMaxPending unregistered connections at once: the oldest is dropped first). Once
 // every rank has registered the listening socket is closed: nothing can connect any more.
+//
+// Heartbeats: a registered rank sends one byte every kHeartbeatIntervalMs from its watchdog
+// thread. With a heartbeat timeout, a rank silent for longer is reported as not responding:
+// its process is stopped (SIGSTOP, a debugger) or starved, although its connection is open.
 #pragma once
 #include <array>
 #include <atomic>
@@ -37,14 +41,17 @@ class WatchdogListener {
  public:
   static constexpr int kMaxPending = 64;
   static constexpr int kHelloTimeoutMs = 5000;
+  static constexpr int kHeartbeatIntervalMs = 500;  // what a worker sends (dist/watchdog.cpp)
 
   // description: what happened, to follow "rank N": "died (pid P on HOST)" when its
   // connection closed (the process ended), "is unreachable (pid P on HOST: why)" when it broke
-  // (keepalive probes unanswered: host down or network cut; the process may still run).
+  // (keepalive probes unanswered: host down or network cut; the process may still run),
+  // "is not responding (pid P on HOST: no heartbeat for S s ...)" past the heartbeat timeout.
   using LostFn = std::function<void(int rank, const std::string& description)>;
   // Takes `listen_fd` (bound and listening). `world`: ranks 0..world-1; 1..world-1 register.
+  // heartbeat_timeout_ms 0: no heartbeat check (only closed or broken connections count).
   WatchdogListener(int listen_fd, int world, const WatchdogSecret& secret, LostFn on_lost,
-                   int hello_timeout_ms = kHelloTimeoutMs);
+                   int hello_timeout_ms = kHelloTimeoutMs, int heartbeat_timeout_ms = 0);
   ~WatchdogListener();
   WatchdogListener(const WatchdogListener&) = delete;
   WatchdogListener& operator=(const WatchdogListener&) = delete;
@@ -68,6 +75,7 @@ class WatchdogListener {
   struct Peer {  // a registered rank
     int fd;
     WatchdogHello hello;
+    std::chrono::steady_clock::time_point last_heard;  // registration or its latest byte
   };
   void accept_new();
   // Reads what `p` sent; true when it is finished with (registered or rejected).
@@ -78,6 +86,7 @@ class WatchdogListener {
   int listen_fd_;
   int world_;
   int hello_timeout_ms_;
+  int heartbeat_timeout_ms_;
   WatchdogSecret secret_;
   LostFn on_lost_;
   std::vector<Pending> pending_;

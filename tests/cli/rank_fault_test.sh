@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A rank of a multi-rank `cpinfer serve` killed with SIGKILL: the whole job must
+# A rank of a multi-rank `cpinfer serve` killed with SIGKILL (or frozen with SIGSTOP): the whole job must
 # notice within 10 s, /health must fail (503 while rank 0 still answers), requests in flight
 # must end with an error (a streamed one: an SSE error event; a whole one: an error body
 # and an incomplete transfer, so that the openai npm client raises on both) naming the dead rank, new requests get 503, and every process must exit, non-zero, with a
@@ -7,7 +7,10 @@
 #   decode:  under the user's mpiexec (2 ranks, pcp 2), rank 1 killed while two requests
 #            decode (one streamed, one whole);
 #   prefill: cpinfer relaunching itself under mpirun (2 ranks, pcp 2), rank 1 killed while
-#            a long prompt is being prefilled.
+#            a long prompt is being prefilled;
+#   frozen:  under the user's mpiexec, rank 1 stopped with SIGSTOP while a request decodes:
+#            its heartbeats stop, rank 0 reports it "not responding" after --watchdog-timeout
+#            (2 s here), and the stopped process is gone with the rest of the job.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
 CPINFER=${1:?usage: rank_fault_test.sh path/to/cpinfer}
@@ -41,7 +44,7 @@ start_server() {  # start_server NAME launcher-prefix...; sets URL, JOB_PID, LOG
   local name=$1; shift
   LOG="$TMP/$name.log"
   "$@" "$CPINFER" serve --model "$MODEL" --port 0 --served-model-name tiny \
-    --max-model-len 12000 --kv-cache-space 0.1 -pcp 2 >"$LOG" 2>&1 &
+    --max-model-len 12000 --kv-cache-space 0.1 -pcp 2 ${WATCHDOG_FLAGS:-} >"$LOG" 2>&1 &
   JOB_PID=$!
   wait_for_server "$JOB_PID" "$LOG" "$name"
 }
@@ -49,8 +52,10 @@ post() {  # post OUT BODY: a completion in the background, its body to OUT
   curl -sN -m 60 "$URL/v1/completions" -H 'Content-Type: application/json' -d "$2" >"$1" 2>&1 &
 }
 # After the kill at T_KILL: health, in-flight errors, 503 for new work, exit of everything.
+# WHAT (default "died"): how the messages describe the lost rank.
 check_failure() {  # check_failure SCENARIO DEAD_RANK OUTFILES...
   local scen=$1 dead=$2; shift 2
+  local what=${WHAT:-died}
   local t_health="" saw503=0 new503=0 h
   for _ in $(seq 300); do
     h=$(curl -s -m 1 -o "$TMP/health.json" -w '%{http_code}' "$URL/health" || true)
@@ -58,12 +63,12 @@ check_failure() {  # check_failure SCENARIO DEAD_RANK OUTFILES...
       [[ -z "$t_health" ]] && t_health=$(since "$T_KILL")
       if [[ "$h" == 503 ]]; then
         saw503=1
-        grep -q "rank $dead died" "$TMP/health.json" || fail "$scen: /health 503 does not name rank $dead: $(cat "$TMP/health.json")"
+        grep -q "rank $dead $what" "$TMP/health.json" || fail "$scen: /health 503 does not name rank $dead: $(cat "$TMP/health.json")"
         local c
         c=$(curl -s -m 2 -o "$TMP/new.json" -w '%{http_code}' "$URL/v1/completions" \
               -H 'Content-Type: application/json' -d '{"model":"tiny","prompt":"hi","max_tokens":2}' || true)
         if [[ "$c" == 503 ]]; then
-          grep -q "rank $dead died" "$TMP/new.json" || fail "$scen: new request's 503 does not name rank $dead"
+          grep -q "rank $dead $what" "$TMP/new.json" || fail "$scen: new request's 503 does not name rank $dead"
           new503=1
         fi
       fi
@@ -82,23 +87,23 @@ check_failure() {  # check_failure SCENARIO DEAD_RANK OUTFILES...
   local rc=0
   wait "$JOB_PID" || rc=$?
   ((rc != 0)) || fail "$scen: the job exited with status 0 after a rank died"
-  grep -q "cpinfer: rank $dead died" "$LOG" || fail "$scen: no exit message naming rank $dead"
+  grep -q "cpinfer: rank $dead $what" "$LOG" || fail "$scen: no exit message naming rank $dead"
   local f t_err
   for f in "$@"; do
     wait_for_curls
-    grep -q "rank $dead died" "$f" || fail "$scen: in-flight request $(basename "$f") got no error naming rank $dead: $(tail -c 300 "$f")"
+    grep -q "rank $dead $what" "$f" || fail "$scen: in-flight request $(basename "$f") got no error naming rank $dead: $(tail -c 300 "$f")"
   done
   t_err=$(awk -v a="$T_KILL" '{ printf "%.2f", $1 - a; exit }' "$TMP/err_time" 2>/dev/null || echo "?")
   awk -v h="$t_health" -v e="$t_exit" 'BEGIN { exit !(h <= 10 && e <= 10) }' ||
     fail "$scen: detection took too long (health $t_health s, exit $t_exit s)"
-  echo "$scen: killed rank $dead; /health non-200 after $t_health s (503 seen: $saw503, new request 503: $new503), stream error after $t_err s, all processes gone after $t_exit s, job status $rc"
+  echo "$scen: lost rank $dead; /health non-200 after $t_health s (503 seen: $saw503, new request 503: $new503), stream error after $t_err s, all processes gone after $t_exit s, job status $rc"
   grep "cpinfer: rank" "$LOG" | sed "s/^/  $scen log: /"
 }
 wait_for_curls() { for p in $(jobs -p); do [[ "$p" == "$JOB_PID" ]] || wait "$p" 2>/dev/null || true; done; }
 # Records when the first error reaches FILE (polled every 20 ms, in the background).
 watch_error() {
   ( for _ in $(seq 1000); do
-      if grep -q "died" "$1" 2>/dev/null; then now >"$TMP/err_time"; exit; fi
+      if grep -q "${WHAT:-died}" "$1" 2>/dev/null; then now >"$TMP/err_time"; exit; fi
       sleep 0.02
     done ) &
 }
@@ -147,4 +152,20 @@ watch_error "$TMP/prefill.txt"
 T_KILL=$(now)
 kill -9 "$R1"
 check_failure prefill 1 "$TMP/prefill.txt"
+
+# ---- scenario 3: rank 1 frozen (SIGSTOP) mid-decode, under the user's mpiexec -------------
+rm -f "$TMP/err_time"
+WATCHDOG_FLAGS="--watchdog-timeout 2"
+start_server frozen mpiexec -np 2 --oversubscribe --bind-to none --mca mpi_yield_when_idle 1
+post "$TMP/frozen.txt" '{"model":"tiny","prompt":"hello there","max_tokens":4000,"ignore_eos":true,"stream":true}'
+for _ in $(seq 100); do grep -q '"text"' "$TMP/frozen.txt" 2>/dev/null && break; sleep 0.1; done
+grep -q '"text"' "$TMP/frozen.txt" || fail "frozen: the streamed request produced no token"
+R1=$(rank_pid 1)
+[[ -n "$R1" ]] || fail "frozen: rank 1 not found"
+WHAT="is not responding"
+watch_error "$TMP/frozen.txt"
+T_KILL=$(now)
+kill -STOP "$R1"
+check_failure frozen 1 "$TMP/frozen.txt"
+grep -q '^data: {"error"' "$TMP/frozen.txt" || fail "frozen: the stream has no SSE error event"
 echo "PASS"

@@ -134,13 +134,13 @@ struct ListenerFixture {
   WatchdogListener listener;
   std::thread thread;
 
-  explicit ListenerFixture(int hello_timeout_ms)
+  explicit ListenerFixture(int hello_timeout_ms, int heartbeat_timeout_ms = 0)
       : listener(listen_loopback(&port), kWorld, secret,
                  [this](int rank, const std::string& d) {
                    std::lock_guard<std::mutex> g(mu);
                    lost.emplace_back(rank, d);
                  },
-                 hello_timeout_ms),
+                 hello_timeout_ms, heartbeat_timeout_ms),
         thread([this] { listener.run(stop, [this] { return disarmed.load(); }, 20); }) {}
   ~ListenerFixture() {
     stop.store(true);
@@ -297,6 +297,70 @@ TEST(WatchdogListener, TooManySilentConnectionsDropTheOldestNotTheRanks) {
   for (int c : silent) ::close(c);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(f.num_lost(), 0u);
+}
+
+// Heartbeats (timeout 400 ms here): ranks that keep sending stay registered well past the
+// timeout; the one that falls silent, its connection still open, is reported as not
+// responding, with how long it was silent, within a few poll periods of the timeout.
+TEST(WatchdogListener, ARankWithoutHeartbeatsIsNotResponding) {
+  ListenerFixture f(/*hello_timeout_ms=*/5000, /*heartbeat_timeout_ms=*/400);
+  std::vector<int> ranks;
+  for (int rank = 1; rank < ListenerFixture::kWorld; ++rank) {
+    const WatchdogHello h = f.hello(rank);
+    const int c = connect_loopback(f.port);
+    ASSERT_GE(c, 0);
+    send_all(c, &h, sizeof(h));
+    ranks.push_back(c);
+  }
+  ASSERT_TRUE(eventually([&] { return f.listener.registered() == ListenerFixture::kWorld - 1; }));
+  const char beat = 'h';
+  // 1.2 s (3 timeouts) of heartbeats every 100 ms from all three ranks: nobody is lost.
+  for (int i = 0; i < 12; ++i) {
+    for (int c : ranks) send_all(c, &beat, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(f.num_lost(), 0u);
+  // Rank 2 stops (as a SIGSTOPped process would); ranks 1 and 3 go on.
+  const auto t0 = std::chrono::steady_clock::now();
+  bool reported = false;
+  for (int i = 0; i < 30 && !reported; ++i) {
+    send_all(ranks[0], &beat, 1);
+    send_all(ranks[2], &beat, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    reported = f.num_lost() > 0;
+  }
+  const double after_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(reported) << "a silent rank was not reported within 3 s";
+  EXPECT_GE(after_s, 0.4);
+  EXPECT_LE(after_s, 1.5);
+  {
+    std::lock_guard<std::mutex> g(f.mu);
+    ASSERT_EQ(f.lost.size(), 1u);
+    EXPECT_EQ(f.lost[0].first, 2);
+    EXPECT_EQ(f.lost[0].second.rfind("is not responding (pid 4244 on host-2: no heartbeat for ", 0),
+              0u)
+        << f.lost[0].second;
+  }
+  for (int c : ranks) ::close(c);
+}
+
+// Without a heartbeat timeout (the default) silence is not a failure: a registered rank that
+// sends nothing for 1 s stays registered.
+TEST(WatchdogListener, NoHeartbeatTimeoutNoSilenceCheck) {
+  ListenerFixture f(/*hello_timeout_ms=*/5000);
+  std::vector<int> ranks;
+  for (int rank = 1; rank < ListenerFixture::kWorld; ++rank) {
+    const WatchdogHello h = f.hello(rank);
+    const int c = connect_loopback(f.port);
+    send_all(c, &h, sizeof(h));
+    ranks.push_back(c);
+  }
+  ASSERT_TRUE(eventually([&] { return f.listener.registered() == ListenerFixture::kWorld - 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_EQ(f.num_lost(), 0u);
+  f.disarmed.store(true);
+  for (int c : ranks) ::close(c);
 }
 
 }  // namespace
