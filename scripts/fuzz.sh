@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TARGETS=(safetensors_header model_config tokenizer_json tokenizer_encode_decode chat_template
-         openai_request gguf)
+         openai_request gguf tool_call_parser)
 what=${1:-all}
 secs=${2:-60}
 BUILD=${CPINFER_FUZZ_BUILD:-build-fuzz}

@@ -9,6 +9,7 @@
 //     [--clients 64] [--duration 300] [--min-prompt 8] [--max-prompt 1024]
 //     [--max-tokens-max 128] [--disconnect 0.1] [--reject 0.03] [--max-model-len N]
 //     [--greedy-out FILE] [--greedy-n 24] [--expect-preemptions] [--rss-tolerance 0.10]
+//     [--rss-tail-tolerance 0.01 (soak: growth over the last 20 min; off by default)]
 //     [--label NAME] [--jsonl bench/results/load_test.jsonl]
 //   node bench/scripts/load_test.mjs --compare A.json B.json   (greedy outputs equal?)
 //
@@ -22,11 +23,12 @@ function parseArgs(argv) {
     url: '', model: '', pid: 0, clients: 64, duration: 300, minPrompt: 8, maxPrompt: 1024,
     maxTokensMax: 128, disconnect: 0.1, reject: 0.03, maxModelLen: 0, greedyOut: '',
     greedyN: 24, greedyMaxTokens: 48, expectPreemptions: false, rssTolerance: 0.10, label: 'load',
+    rssTailTolerance: -1,
     jsonl: '', seed: 1, vocab: 150000, settleS: 60, compare: null,
   };
   const num = new Set(['pid', 'clients', 'duration', 'minPrompt', 'maxPrompt', 'maxTokensMax',
     'disconnect', 'reject', 'maxModelLen', 'greedyN', 'greedyMaxTokens', 'rssTolerance', 'seed',
-    'vocab', 'settleS']);
+    'vocab', 'settleS', 'rssTailTolerance']);
   for (let i = 2; i < argv.length; ++i) {
     const k = argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
     if (k === 'compare') { a.compare = [argv[++i], argv[++i]]; continue; }
@@ -314,6 +316,18 @@ async function main() {
   const rssMax = Math.max(...rss.map((s) => s.mb));
   const growth = (last.mb - warm.mb) / warm.mb;
   check(growth <= a.rssTolerance, `RSS grew ${(100 * growth).toFixed(1)}% after warm-up (tolerance ${100 * a.rssTolerance}%)`);
+  // Soak runs: growth over the last 20 minutes (or the last two thirds of a shorter run),
+  // and the least-squares slope of RSS after warm-up, in MB per minute.
+  const tailFrom = Math.max(warm.t, last.t - Math.min(1200, (2 / 3) * a.duration));
+  const tailFirst = rss.find((x) => x.t >= tailFrom) || last;
+  const tailGrowth = (last.mb - tailFirst.mb) / tailFirst.mb;
+  const fit = rss.filter((x) => x.t >= warm.t);
+  const mt = fit.reduce((q, x) => q + x.t, 0) / fit.length, mm = fit.reduce((q, x) => q + x.mb, 0) / fit.length;
+  const sxx = fit.reduce((q, x) => q + (x.t - mt) ** 2, 0);
+  const slope = sxx > 0 ? (60 * fit.reduce((q, x) => q + (x.t - mt) * (x.mb - mm), 0)) / sxx : 0;
+  if (a.rssTailTolerance >= 0)
+    check(tailGrowth < a.rssTailTolerance,
+          `RSS grew ${(100 * tailGrowth).toFixed(2)}% over the last ${((last.t - tailFirst.t) / 60).toFixed(1)} min (tolerance ${100 * a.rssTailTolerance}%)`);
 
   if (greedyRes && a.greedyOut)
     fs.writeFileSync(a.greedyOut, JSON.stringify(greedyRes.map((x) => x.outcome === 'finished' ? x.text : `<${x.outcome}: ${x.reason}>`)));
@@ -330,7 +344,9 @@ async function main() {
     output_tokens: ok.reduce((s, x) => s + (x.tokens || 0), 0),
     pages_before: pagesBefore, pages_after: pagesAfter, settle_s: +settle.toFixed(1),
     rss_mb: { first: rss[0].mb, after_warmup: warm.mb, after_warmup_t: warm.t, last: last.mb, max: rssMax,
-      growth_after_warmup: +growth.toFixed(4), tolerance: a.rssTolerance, samples: rss.length },
+      growth_after_warmup: +growth.toFixed(4), tolerance: a.rssTolerance, samples: rss.length,
+      tail: { from_t: tailFirst.t, first: tailFirst.mb, growth: +tailGrowth.toFixed(5) },
+      slope_mb_per_min_after_warmup: +slope.toFixed(4) },
     greedy: greedyRes ? { n: greedyRes.length, finished: gFinished, out: a.greedyOut } : null,
     failures, pass: failures.length === 0,
   };

@@ -12,6 +12,7 @@
 #        REJECT=0.03 MAX_MODEL_LEN=1200 KV_SPACE=0.5 PRESSURE_BLOCKS=96 PRESSURE_CLIENTS=16
 #        PRESSURE_DURATION=60 GREEDY_N=24 GREEDY_MAX_TOKENS=48 RSS_TOLERANCE=0.10
 #        JSONL=bench/results/load_test.jsonl LABEL=load NODE=node
+#        RSS_TAIL_TOLERANCE=-1 (>= 0: also check RSS growth over the last 20 minutes, for soaks)
 set -euo pipefail
 CPINFER=${1:?usage: load_test.sh path/to/cpinfer MODEL_DIR [serve args...]}
 MODEL=${2:?usage: load_test.sh path/to/cpinfer MODEL_DIR [serve args...]}
@@ -26,6 +27,7 @@ KV_SPACE=${KV_SPACE:-0.5} PRESSURE_BLOCKS=${PRESSURE_BLOCKS:-96}
 PRESSURE_CLIENTS=${PRESSURE_CLIENTS:-16} PRESSURE_DURATION=${PRESSURE_DURATION:-60}
 GREEDY_N=${GREEDY_N:-24} GREEDY_MAX_TOKENS=${GREEDY_MAX_TOKENS:-48}
 RSS_TOLERANCE=${RSS_TOLERANCE:-0.10} LABEL=${LABEL:-load} NODE=${NODE:-node}
+RSS_TAIL_TOLERANCE=${RSS_TAIL_TOLERANCE:--1}
 JSONL=${JSONL:-$ROOT/bench/results/load_test.jsonl}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 TMP=$(mktemp -d)
@@ -75,7 +77,8 @@ rc=0
 echo "== run 1: $CLIENTS clients for $DURATION s, KV $KV_SPACE GiB per rank"
 start_server base --kv-cache-space "$KV_SPACE" "$@"
 "$NODE" "$HERE/load_test.mjs" --url "$URL" --model load --pid "$RSS_PID" --label "$LABEL" \
-  --duration "$DURATION" --greedy-out "$TMP/greedy_base.json" "${common[@]}" || rc=1
+  --duration "$DURATION" --greedy-out "$TMP/greedy_base.json" "${common[@]}" \
+  --rss-tail-tolerance "$RSS_TAIL_TOLERANCE" || rc=1
 stop_server
 
 echo "== run 2 (KV pressure): $PRESSURE_CLIENTS clients for $PRESSURE_DURATION s, $PRESSURE_BLOCKS pages per rank"
