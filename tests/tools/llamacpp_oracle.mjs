@@ -36,6 +36,14 @@ async function loadLlama(threads) {
     return await getLlama({gpu: false, build: "never", logLevel: LlamaLogLevel.error,
                            maxThreads: threads});
   } catch (e) {
+    // A missing prebuilt package is an installation fault, not a machine that cannot run it.
+    const pkg = `@node-llama-cpp/${process.platform}-${process.arch}`;
+    if (process.platform === "linux") {
+      try { import.meta.resolve(pkg); } catch {
+        console.error(`llamacpp_oracle: ${pkg} is not installed (run scripts/setup.sh): ${e.message}`);
+        process.exit(1);
+      }
+    }
     console.error(`SKIP: node-llama-cpp's prebuilt llama.cpp does not load on this machine: ${e.message}`);
     process.exit(3);
   }
