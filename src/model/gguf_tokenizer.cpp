@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/gguf_writer.h"
+#include "tokenizer/utf8.h"
 
 namespace cpinfer {
 
@@ -59,6 +60,17 @@ std::string gguf_tokenizer_json(const GgufFile& g) {
             "entries but tokenizer.ggml.tokens has {}", g.source, types ? types->count : 0,
             tokens.count);
   const GgufValue& merges = g.get_array("tokenizer.ggml.merges", GgufType::STRING);
+  // Byte-level BPE vocabularies and merges are UTF-8 text (bytes mapped to printable
+  // characters); anything else is a broken file, named here rather than deep in the JSON.
+  const auto check_utf8 = [&](const std::vector<std::string>& strs, const char* key) {
+    for (size_t i = 0; i < strs.size(); ++i) {
+      const size_t bad = utf8::first_invalid(strs[i]);
+      CPI_CHECK(bad == utf8::kValid, "'{}': {}[{}] is not valid UTF-8 (byte {})", g.source,
+                key, i, bad);
+    }
+  };
+  check_utf8(tokens.strs, "tokenizer.ggml.tokens");
+  check_utf8(merges.strs, "tokenizer.ggml.merges");
 
   json vocab = json::object();
   json added = json::array();

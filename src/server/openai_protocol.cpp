@@ -84,11 +84,11 @@ void refuse_unknown_fields(const json& b, std::initializer_list<const char*> end
       "skip_special_tokens", "n", "best_of", "presence_penalty", "frequency_penalty",
       "logit_bias", "stream", "stream_options", "add_special_tokens", "max_tokens", "user",
       "repetition_penalty", "min_p"};
-  for (const auto& [key, value] : b.items()) {
-    if (std::find_if(std::begin(kCommon), std::end(kCommon),
-                     [&](const char* k) { return key == k; }) != std::end(kCommon) ||
-        std::find_if(endpoint.begin(), endpoint.end(),
-                     [&](const char* k) { return key == k; }) != endpoint.end())
+  for (const auto& item : b.items()) {
+    const std::string& key = item.key();  // (a named reference: clang 14 cannot capture a binding)
+    const auto is_key = [&key](const char* k) { return key == k; };
+    if (std::find_if(std::begin(kCommon), std::end(kCommon), is_key) != std::end(kCommon) ||
+        std::find_if(endpoint.begin(), endpoint.end(), is_key) != endpoint.end())
       continue;
     bad(key, fmt::format("'{}' is not supported by this server", clip(key)));
   }
