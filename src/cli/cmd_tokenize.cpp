@@ -1,5 +1,6 @@
 // `cpinfer tokenize`: text -> ids (or ids -> text) with a model's tokenizer.json, printed as
-// one JSON object per line. --lines encodes each input line on its own (golden tests).
+// one JSON object per line. --lines encodes each input line on its own (golden tests);
+// several --text-file are encoded one after another in one process (one tokenizer load).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -17,7 +19,8 @@ namespace cpinfer {
 namespace {
 
 struct TokenizeArgs {
-  std::string model_dir, tokenizer_path, text, text_file, decode_ids;
+  std::string model_dir, tokenizer_path, text, decode_ids;
+  std::vector<std::string> text_files;
   bool lines = false, skip_special = false, add_special = false;
 };
 
@@ -38,18 +41,22 @@ int run_tokenize(const TokenizeArgs& a) {
               << '\n';
     return 0;
   }
-  const std::string text = a.text_file.empty() ? a.text : read_text_file(a.text_file, "--text-file");
-  if (!a.lines) {
-    print_ids(tok.encode(text, a.add_special));
-    return 0;
-  }
-  // One object per line of the input, the line without its '\n' ("\r" is kept).
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    print_ids(tok.encode(std::string_view(text).substr(start, end - start), a.add_special));
-    start = end + 1;
+  std::vector<std::string> texts;
+  if (a.text_files.empty()) texts.push_back(a.text);
+  for (const std::string& f : a.text_files) texts.push_back(read_text_file(f, "--text-file"));
+  for (const std::string& text : texts) {
+    if (!a.lines) {
+      print_ids(tok.encode(text, a.add_special));
+      continue;
+    }
+    // One object per line of the input, the line without its '\n' ("\r" is kept).
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      print_ids(tok.encode(std::string_view(text).substr(start, end - start), a.add_special));
+      start = end + 1;
+    }
   }
   return 0;
 }
@@ -66,7 +73,9 @@ void register_tokenize(CLI::App& app, CommandAction* action) {
   src->require_option(1);
   auto* in = cmd->add_option_group("input", "What to encode or decode (exactly one)");
   in->add_option("--text", args->text, "Text to encode");
-  in->add_option("--text-file", args->text_file, "File whose bytes are encoded as one text");
+  in->add_option("--text-file", args->text_files,
+                 "File whose bytes are encoded as one text; several (--text-file A B, or the "
+                 "option repeated): each in turn, its output after the previous one's");
   in->add_option("--decode", args->decode_ids, "Comma-separated ids to decode to text");
   in->require_option(1);
   cmd->add_flag("--lines", args->lines,

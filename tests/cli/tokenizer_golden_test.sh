@@ -3,6 +3,8 @@
 # reference tokenizers (tests/tools/golden_tokenize.js) on the real Qwen3 and Llama 3.2
 # tokenizer.json files (the latter with ignore_merges and Llama 3's pre-tokenizer regex), for
 # every corpus file in tests/data/tokenizer_corpus/ encoded whole, and for each of its lines.
+# One `cpinfer tokenize` launch per tokenizer and mode over all the files (several
+# --text-file: each file in turn, its output lines after the previous file's).
 # Also checks the tokenize CLI's argument handling.
 #   usage: tokenizer_golden_test.sh path/to/cpinfer     (env CPINFER_SOURCE_DIR: repo root)
 set -euo pipefail
@@ -56,15 +58,14 @@ golden_check() {
   local tokjson="$SRC/node_modules/$pkg/models/tokenizer.json"
   [[ -f $tokjson ]] || die "$tokjson is missing (scripts/setup.sh runs npm ci)"
   GOLDEN_PACKAGE=$pkg node "$SRC/tests/tools/golden_tokenize.js" "$TMP/$tag.golden.json" "${files[@]}"
-  local start end
+  local start end f
+  local -a inputs=()
+  for f in "${files[@]}"; do inputs+=(--text-file "$f"); done
   start=$(date +%s%N)
-  for f in "${files[@]}"; do
-    name=$(basename "$f" .txt)
-    "$CPINFER" tokenize --tokenizer "$tokjson" --text-file "$f" >"$TMP/$tag.$name.whole.jsonl"
-    "$CPINFER" tokenize --tokenizer "$tokjson" --text-file "$f" --lines >"$TMP/$tag.$name.lines.jsonl"
-    "$CPINFER" tokenize --tokenizer "$tokjson" --text-file "$f" --add-special-tokens \
-      >"$TMP/$tag.$name.special.jsonl"
-  done
+  "$CPINFER" tokenize --tokenizer "$tokjson" "${inputs[@]}" >"$TMP/$tag.whole.jsonl"
+  "$CPINFER" tokenize --tokenizer "$tokjson" "${inputs[@]}" --lines >"$TMP/$tag.lines.jsonl"
+  "$CPINFER" tokenize --tokenizer "$tokjson" "${inputs[@]}" --add-special-tokens \
+    >"$TMP/$tag.special.jsonl"
   end=$(date +%s%N)
   echo "$tag: cpinfer tokenize: ${#files[@]} files (whole + per line), $bytes bytes," \
     "$(((end - start) / 1000000)) ms including start-up"
@@ -77,13 +78,20 @@ const tok = fromPreTrained();
 const golden = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const readJsonl = (p) => fs.readFileSync(p, 'utf8').split('\n').filter((l) => l !== '')
   .map((l) => JSON.parse(l).ids);
-const out = (name, kind) => path.join(process.env.TMP, `${process.env.TAG}.${name}.${kind}.jsonl`);
+// Each output holds all files in order: whole and special one line a file, lines each file's
+// lines after the previous file's.
+const out = (kind) => readJsonl(path.join(process.env.TMP, `${process.env.TAG}.${kind}.jsonl`));
+const wholeOut = out('whole'), specialOut = out('special'), linesOut = out('lines');
+const nFiles = golden.files.length;
+const nLines = golden.files.reduce((n, f) => n + f.lines.length, 0);
 // Describes the first difference between two id lists, with decoded context around it.
 function firstMismatch(want, got) {
   let i = 0;
   while (i < want.length && i < got.length && want[i] === got[i]) ++i;
   if (i === want.length && i === got.length) return null;
-  const ctx = (ids) => JSON.stringify(tok.decode(ids, { skip_special_tokens: false }));
+  // (decode throws on an empty list: a mismatch at index 0 has no text before it)
+  const ctx = (ids) =>
+    (ids.length ? JSON.stringify(tok.decode(ids, { skip_special_tokens: false })) : '""');
   const lo = Math.max(0, i - 8);
   return `first mismatch at id index ${i} (want ${want.length} ids, got ${got.length})\n` +
     `    text before: ${ctx(want.slice(lo, i))}\n` +
@@ -92,25 +100,26 @@ function firstMismatch(want, got) {
 }
 
 let failed = 0, checked = 0, ids = 0;
-for (const f of golden.files) {
-  const name = path.basename(f.path, '.txt');
+for (const [kind, got, want] of [['whole', wholeOut, nFiles], ['special', specialOut, nFiles],
+                                 ['lines', linesOut, nLines]]) {
+  if (got.length !== want) {
+    console.log(`MISMATCH ${kind}: ${want} golden outputs, ${got.length} from cpinfer`);
+    process.exit(1);
+  }
+}
+let firstLine = 0;
+for (const [k, f] of golden.files.entries()) {
   checked++;
   ids += f.whole.length;
-  const whole = readJsonl(out(name, 'whole'));
-  const m = whole.length === 1 ? firstMismatch(f.whole, whole[0]) : 'expected one output line';
+  const m = firstMismatch(f.whole, wholeOut[k]);
   if (m) { failed++; console.log(`MISMATCH ${f.path} (whole file): ${m}`); }
   // add_special_tokens=True: the post_processor's template (Llama 3: BOS first).
   checked++;
-  const special = readJsonl(out(name, 'special'));
-  const ms = special.length === 1 ? firstMismatch(f.special, special[0]) : 'expected one output line';
+  const ms = firstMismatch(f.special, specialOut[k]);
   if (ms) { failed++; console.log(`MISMATCH ${f.path} (whole file, add_special_tokens): ${ms}`); }
 
-  const lines = readJsonl(out(name, 'lines'));
-  if (lines.length !== f.lines.length) {
-    failed++;
-    console.log(`MISMATCH ${f.path}: ${f.lines.length} golden lines, ${lines.length} from cpinfer`);
-    continue;
-  }
+  const lines = linesOut.slice(firstLine, firstLine + f.lines.length);
+  firstLine += f.lines.length;
   let reported = false;
   for (let i = 0; i < lines.length; i++) {
     checked++;

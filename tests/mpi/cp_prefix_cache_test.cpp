@@ -9,11 +9,19 @@
 // prefixes left by requests preempted under a small pool. At the end every rank's pool holds
 // exactly the pages the scheduler's account says (free + cached), and none once the cache
 // is cleared.
+// One rank's answers are the same on every layout: with --references FILE, a run that finds
+// no FILE computes them (and checks the cached engine against the uncached one) and writes
+// them there; a run that finds FILE reads them instead of running the two single-rank
+// engines again (tests/cli/mpi_cp_prefix_cache_test.sh: the first layout writes, the others
+// read).
 //   usage: cp_prefix_cache_test --tp N --pcp M --dcp K --interleave I [--block-size B]
+//          [--references FILE]
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -103,6 +111,94 @@ EngineMetrics idle(Engine& e) {
   return e.metrics();
 }
 
+// One rank's side of every comparison, in scenario, group, request order: the uncached
+// engine's answers and the cached engine's hits.
+struct Reference {
+  int64_t block_size = 0, vocab = 0;
+  std::vector<Answer> want;
+  std::vector<int64_t> one_cached;
+  uint64_t one_hits = 0, one_preemptions = 0;
+};
+
+std::string string_flag(int argc, char** argv, const char* name) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (!std::strcmp(argv[i], name)) return argv[i + 1];
+  return "";
+}
+
+template <class T>
+void put(std::FILE* f, const T* p, size_t n) {
+  if (n && std::fwrite(p, sizeof(T), n, f) != n) fail("short write of the references");
+}
+template <class T>
+void get(std::FILE* f, T* p, size_t n) {
+  if (n && std::fread(p, sizeof(T), n, f) != n) fail("short read of the references");
+}
+template <class T>
+void put_vec(std::FILE* f, const std::vector<T>& v) {
+  const uint64_t n = v.size();
+  put(f, &n, 1);
+  put(f, v.data(), v.size());
+}
+template <class T>
+std::vector<T> get_vec(std::FILE* f) {
+  uint64_t n = 0;
+  get(f, &n, 1);
+  if (n > (uint64_t(1) << 32)) fail("corrupt references");
+  std::vector<T> v(n);
+  get(f, v.data(), v.size());
+  return v;
+}
+
+// Written to FILE.tmp, then renamed: a reader sees a whole file or none.
+void save(const Reference& r, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) fail("cannot write {}", tmp);
+  const int64_t head[3] = {r.block_size, r.vocab, int64_t(r.want.size())};
+  put(f, head, 3);
+  for (const Answer& a : r.want) {
+    put_vec(f, a.tokens);
+    const uint64_t rows = a.logits.size();
+    put(f, &rows, 1);
+    for (const auto& row : a.logits) put_vec(f, row);
+    put(f, &a.cached, 1);
+    put_vec(f, std::vector<char>(a.finish.begin(), a.finish.end()));
+  }
+  put_vec(f, r.one_cached);
+  const uint64_t tail[2] = {r.one_hits, r.one_preemptions};
+  put(f, tail, 2);
+  if (std::fclose(f) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0)
+    fail("cannot write {}", path);
+}
+
+bool load(Reference* r, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  int64_t head[3];
+  get(f, head, 3);
+  r->block_size = head[0];
+  r->vocab = head[1];
+  r->want.resize(size_t(head[2]));
+  for (Answer& a : r->want) {
+    a.tokens = get_vec<int32_t>(f);
+    uint64_t rows = 0;
+    get(f, &rows, 1);
+    a.logits.resize(rows);
+    for (auto& row : a.logits) row = get_vec<float>(f);
+    get(f, &a.cached, 1);
+    const auto finish = get_vec<char>(f);
+    a.finish.assign(finish.begin(), finish.end());
+  }
+  r->one_cached = get_vec<int64_t>(f);
+  uint64_t tail[2];
+  get(f, tail, 2);
+  r->one_hits = tail[0];
+  r->one_preemptions = tail[1];
+  std::fclose(f);
+  return true;
+}
+
 struct Scenario {
   std::string name;
   std::vector<std::vector<Request>> groups;  // run one after another
@@ -186,24 +282,63 @@ int main(int argc, char** argv) {
     } else {
       const Tokenizer tok = Tokenizer::from_file(m.dir + "/tokenizer.json");
       const int64_t V = m.config.vocab_size;
-      RunnerOptions one_ro = ro;
-      one_ro.num_pages = 4096 / B;  // the references never preempt
-      ModelRunner ref_runner(m.dir, one_ro, global_pool()), one_runner(m.dir, one_ro, global_pool());
-      StepExecutor ref_exec(ref_runner, nullptr), one_exec(one_runner, nullptr);
+      const std::string ref_file = string_flag(argc, argv, "--references");
+      Reference refs;
+      const bool loaded = !ref_file.empty() && load(&refs, ref_file);
+      if (loaded && (refs.block_size != B || refs.vocab != V)) fail("{}: other sizes", ref_file);
+      refs.block_size = B;
+      refs.vocab = V;
       EngineOptions off, on;
       off.scheduler.max_num_batched_tokens = on.scheduler.max_num_batched_tokens = 256;
       off.prefix_cache.enabled = false;
       on.prefix_cache.enabled = true;
-      Engine ref(ref_exec, tok, off, global_pool()), one(one_exec, tok, on, global_pool());
+      // One rank without and with caching: only when the references are not read from a file.
+      RunnerOptions one_ro = ro;
+      one_ro.num_pages = 4096 / B;  // the references never preempt
+      std::unique_ptr<ModelRunner> ref_runner, one_runner;
+      std::unique_ptr<StepExecutor> ref_exec, one_exec;
+      std::unique_ptr<Engine> ref, one;
+      std::thread ref_loop, one_loop;
+      if (!loaded) {
+        ref_runner = std::make_unique<ModelRunner>(m.dir, one_ro, global_pool());
+        one_runner = std::make_unique<ModelRunner>(m.dir, one_ro, global_pool());
+        ref_exec = std::make_unique<StepExecutor>(*ref_runner, nullptr);
+        one_exec = std::make_unique<StepExecutor>(*one_runner, nullptr);
+        ref = std::make_unique<Engine>(*ref_exec, tok, off, global_pool());
+        one = std::make_unique<Engine>(*one_exec, tok, on, global_pool());
+        ref_loop = std::thread([&] { ref->run(); });
+        one_loop = std::thread([&] { one->run(); });
+      }
       Engine cp(cp_exec, tok, on, global_pool());
-      std::thread ref_loop([&] { ref.run(); }), one_loop([&] { one.run(); });
       Checker check;
       std::thread client([&] {
         try {
+          size_t k = 0;  // the first request of the group, counted over all groups
           for (const Scenario& sc : scenarios(B)) {
             for (size_t g = 0; g < sc.groups.size(); ++g) {
-              const auto want = run_group(ref, sc.groups[g]);
-              const auto got_one = run_group(one, sc.groups[g]);
+              const size_t n = sc.groups[g].size();
+              std::vector<Answer> want;
+              std::vector<int64_t> one_cached;
+              if (loaded) {
+                if (k + n > refs.want.size()) fail("{}: too few answers", ref_file);
+                want.assign(std::make_move_iterator(refs.want.begin() + long(k)),
+                            std::make_move_iterator(refs.want.begin() + long(k + n)));
+                one_cached.assign(refs.one_cached.begin() + long(k),
+                                  refs.one_cached.begin() + long(k + n));
+              } else {
+                want = run_group(*ref, sc.groups[g]);
+                const auto got_one = run_group(*one, sc.groups[g]);
+                for (size_t i = 0; i < n; ++i) {
+                  one_cached.push_back(got_one[i].cached);
+                  if (sc.groups[g][i].cancel_after > 0) continue;
+                  check.answers(want[i], got_one[i], V,
+                                sc.name + ", group " + std::to_string(g) + ", request " +
+                                    std::to_string(i) + " (one rank, cached)");
+                }
+                refs.one_cached.insert(refs.one_cached.end(), one_cached.begin(),
+                                       one_cached.end());
+              }
+              k += n;
               const auto got_cp = run_group(cp, sc.groups[g]);
               for (size_t i = 0; i < want.size(); ++i) {
                 const std::string what = sc.name + ", group " + std::to_string(g) +
@@ -212,13 +347,12 @@ int main(int argc, char** argv) {
                   check.expect(got_cp[i].finish == "abort", what + ": cancelled");
                   continue;
                 }
-                check.answers(want[i], got_one[i], V, what + " (one rank, cached)");
                 check.answers(want[i], got_cp[i], V, what + " (layout, cached)");
                 check.expect(want[i].cached == 0, what + ": caching off reports no cached tokens");
-                check.expect(got_cp[i].cached == got_one[i].cached ||
+                check.expect(got_cp[i].cached == one_cached[i] ||
                                  sc.name == "prefixes of preempted requests",
                              what + ": layout hit " + std::to_string(got_cp[i].cached) +
-                                 " tokens, one rank " + std::to_string(got_one[i].cached));
+                                 " tokens, one rank " + std::to_string(one_cached[i]));
                 check.expect(got_cp[i].cached >= sc.min_cached[g][i],
                              what + ": hit " + std::to_string(got_cp[i].cached) +
                                  " tokens, want >= " + std::to_string(sc.min_cached[g][i]));
@@ -229,13 +363,22 @@ int main(int argc, char** argv) {
                 check.expect(sum >= B, sc.name + ": the follow-ups hit " + std::to_string(sum) +
                                            " tokens, want >= " + std::to_string(B));
               }
+              if (!loaded)
+                for (Answer& a : want) refs.want.push_back(std::move(a));
               idle(cp);
             }
           }
-          const EngineMetrics mc = idle(cp), mo = idle(one);
+          if (loaded && k != refs.want.size())
+            fail("{}: more answers than requests", ref_file);
+          const EngineMetrics mc = idle(cp);
+          if (!loaded) {
+            const EngineMetrics mo = idle(*one);
+            refs.one_hits = mo.prefix_cache_hits;
+            refs.one_preemptions = mo.preemptions;
+          }
           check.expect(mc.preemptions > 0, "the small pool preempted requests");
-          check.expect(mc.prefix_cache_hits == mo.prefix_cache_hits ||
-                           mc.preemptions != mo.preemptions,
+          check.expect(mc.prefix_cache_hits == refs.one_hits ||
+                           mc.preemptions != refs.one_preemptions,
                        "the layout's hit counter equals one rank's");
           check.expect(mc.kv_audit_mismatches == 0, "no audit mismatch");
           for (size_t r = 0; r < mc.kv_used_pages.size(); ++r)
@@ -250,21 +393,23 @@ int main(int argc, char** argv) {
                       spec.interleave, check.compared, check.worst,
                       (unsigned long long)mc.prefix_cache_hits,
                       (unsigned long long)mc.prefix_cache_queries,
-                      (unsigned long long)mo.prefix_cache_hits,
+                      (unsigned long long)refs.one_hits,
                       (unsigned long long)mc.preemptions);
         } catch (const std::exception& e) {
           std::printf("FAIL client: %s\n", e.what());
           ++check.failures;
         }
-        ref.stop();
-        one.stop();
+        if (ref) ref->stop();
+        if (one) one->stop();
         cp.stop();
       });
       cp.run();
       client.join();
-      ref_loop.join();
-      one_loop.join();
+      if (ref_loop.joinable()) ref_loop.join();
+      if (one_loop.joinable()) one_loop.join();
       failures = check.failures;
+      // The references of a run that computed them and found nothing wrong with them.
+      if (!loaded && !ref_file.empty() && check.failures == 0) save(refs, ref_file);
       cp_exec.shutdown();
     }
     // Each rank's own pool after the engine ended: every page free but the cached ones,
