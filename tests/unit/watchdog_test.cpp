@@ -150,6 +150,18 @@ struct ListenerFixture {
     std::lock_guard<std::mutex> g(mu);
     return lost.size();
   }
+  // Connects and registers ranks 1 .. kWorld-1; their sockets (empty if one could not connect).
+  std::vector<int> register_all() {
+    std::vector<int> fds;
+    for (int rank = 1; rank < kWorld; ++rank) {
+      const WatchdogHello h = hello(rank);
+      const int c = connect_loopback(port);
+      if (c < 0) return {};
+      send_all(c, &h, sizeof(h));
+      fds.push_back(c);
+    }
+    return fds;
+  }
   WatchdogHello hello(int rank) const {
     WatchdogHello h;
     h.secret = secret;
@@ -252,14 +264,8 @@ TEST(WatchdogListener, StrangersChangeNothingAndRealRanksRegister) {
 // unanswered keepalive ("is unreachable") needs a cut link: tests/cli/mpi_two_namespace_test.sh.
 TEST(WatchdogListener, AResetConnectionIsADeathWithItsReason) {
   ListenerFixture f(/*hello_timeout_ms=*/5000);
-  std::vector<int> ranks;
-  for (int rank = 1; rank < ListenerFixture::kWorld; ++rank) {
-    const WatchdogHello h = f.hello(rank);
-    const int c = connect_loopback(f.port);
-    ASSERT_GE(c, 0);
-    send_all(c, &h, sizeof(h));
-    ranks.push_back(c);
-  }
+  const std::vector<int> ranks = f.register_all();
+  ASSERT_EQ(ranks.size(), size_t(ListenerFixture::kWorld - 1));
   ASSERT_TRUE(eventually([&] { return f.listener.registered() == ListenerFixture::kWorld - 1; }));
   const linger hard{1, 0};  // close with RST, not FIN
   ASSERT_EQ(::setsockopt(ranks[0], SOL_SOCKET, SO_LINGER, &hard, sizeof(hard)), 0);
@@ -304,14 +310,8 @@ TEST(WatchdogListener, TooManySilentConnectionsDropTheOldestNotTheRanks) {
 // responding, with how long it was silent, within a few poll periods of the timeout.
 TEST(WatchdogListener, ARankWithoutHeartbeatsIsNotResponding) {
   ListenerFixture f(/*hello_timeout_ms=*/5000, /*heartbeat_timeout_ms=*/400);
-  std::vector<int> ranks;
-  for (int rank = 1; rank < ListenerFixture::kWorld; ++rank) {
-    const WatchdogHello h = f.hello(rank);
-    const int c = connect_loopback(f.port);
-    ASSERT_GE(c, 0);
-    send_all(c, &h, sizeof(h));
-    ranks.push_back(c);
-  }
+  const std::vector<int> ranks = f.register_all();
+  ASSERT_EQ(ranks.size(), size_t(ListenerFixture::kWorld - 1));
   ASSERT_TRUE(eventually([&] { return f.listener.registered() == ListenerFixture::kWorld - 1; }));
   const char beat = 'h';
   // 1.2 s (3 timeouts) of heartbeats every 100 ms from all three ranks: nobody is lost.
@@ -349,13 +349,8 @@ TEST(WatchdogListener, ARankWithoutHeartbeatsIsNotResponding) {
 // sends nothing for 1 s stays registered.
 TEST(WatchdogListener, NoHeartbeatTimeoutNoSilenceCheck) {
   ListenerFixture f(/*hello_timeout_ms=*/5000);
-  std::vector<int> ranks;
-  for (int rank = 1; rank < ListenerFixture::kWorld; ++rank) {
-    const WatchdogHello h = f.hello(rank);
-    const int c = connect_loopback(f.port);
-    send_all(c, &h, sizeof(h));
-    ranks.push_back(c);
-  }
+  const std::vector<int> ranks = f.register_all();
+  ASSERT_EQ(ranks.size(), size_t(ListenerFixture::kWorld - 1));
   ASSERT_TRUE(eventually([&] { return f.listener.registered() == ListenerFixture::kWorld - 1; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   EXPECT_EQ(f.num_lost(), 0u);
