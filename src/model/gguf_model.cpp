@@ -203,8 +203,11 @@ ModelConfig gguf_model_config(const GgufFile& g) {
     if (auto id = g.get_int_opt(k); id && std::find(eos.begin(), eos.end(), *id) == eos.end())
       eos.push_back(*id);
   if (!eos.empty()) j["eos_token_id"] = eos;
-  ModelConfig c = parse_model_config(j.dump(), fmt::format("'{}' (its metadata as config.json "
-                                                           "fields)", g.source));
+  // Strings from the file may hold invalid UTF-8 (a rope scaling type, say): replaced by
+  // U+FFFD here, they reach parse_model_config, which names the value it refuses.
+  const std::string config_text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  ModelConfig c = parse_model_config(config_text, fmt::format("'{}' (its metadata as config.json "
+                                                              "fields)", g.source));
   if (auto n = g.get_int_opt(p + "rope.dimension_count"))
     CPI_CHECK(*n == c.head_dim, "'{}': {}rope.dimension_count is {}, but the head size is {}; "
               "only RoPE over the whole head is supported", g.source, p, *n, c.head_dim);
