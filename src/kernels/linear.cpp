@@ -71,14 +71,21 @@ linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t 
     // skinny 166, GEMV 104, GEMM 87-105; M = 64: skinny 203-212, GEMM 150-178; M = 256:
     // skinny 209-217, GEMM 180-202; M = 512: both 185-212 (1 thread: both 101-106). So the
     // GEMV up to M = 4 (one pass over W for all rows), skinny tiles up to M = 256, and the
-    // packed GEMM for prefill beyond. Without skinny tiles: the GEMV up to M = 8, and up to
+    // packed GEMM for prefill beyond (on Zen 4; the crossover moves lower on Intel cores:
+    // skinny_max_rows_for). Without skinny tiles: the GEMV up to M = 8, and up to
     // M = 32 while a group of 4 x rows (16 K bytes) fits in L1.
     if (M <= 4) p = Path::Gemv;
-    else if (skinny) p = M <= 256 ? Path::Skinny : Path::Gemm;
+    else if (skinny) p = M <= k.skinny_max_rows ? Path::Skinny : Path::Gemm;
     else p = M <= 8 || (M <= 32 && K <= 1024) ? Path::Gemv : Path::Gemm;
   }
   if (p == Path::Skinny && !skinny) p = Path::Gemv;
   return p;
+}
+
+int64_t linear_impl::skinny_max_rows_for(bool avx512) {
+  static const bool amd = __builtin_cpu_is("amd");
+  if (amd) return 256;
+  return avx512 ? 24 : 48;
 }
 
 linear_impl::GemvFn linear_impl::rows_kernel(const Kernels& k, Path p) {

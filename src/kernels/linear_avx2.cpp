@@ -368,7 +368,7 @@ void gemm(const float* x, int64_t ldx, const WeightView& w, const float* bias, f
 
 const Kernels& avx2_kernels() {
   static const Kernels k{gemv,           gemm,          widen, Avx2Gemm::kMr, Avx2Gemm::kNr,
-                         Avx2Gemm::kNcStrips, skinny};
+                         Avx2Gemm::kNcStrips, skinny, skinny_max_rows_for(false)};
   return k;
 }
 

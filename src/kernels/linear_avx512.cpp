@@ -425,7 +425,7 @@ void gemm(const float* x, int64_t ldx, const WeightView& w, const float* bias, f
 
 const Kernels& avx512_kernels() {
   static const Kernels k{gemv, gemm, widen, Avx512Gemm::kMr, Avx512Gemm::kNr,
-                         Avx512Gemm::kNcStrips, skinny};
+                         Avx512Gemm::kNcStrips, skinny, skinny_max_rows_for(true)};
   return k;
 }
 

@@ -34,7 +34,19 @@ struct Kernels {
   // of several x rows x several W rows, W widened once per tile and read from memory once.
   // Null where the ISA has none (then gemv or gemm serve those M).
   GemvFn skinny = nullptr;
+  // Up to how many x rows the skinny tiles beat the packed GEMM (Auto path; beyond it the
+  // GEMM). A property of the core, not only of the ISA: see skinny_max_rows_for().
+  int64_t skinny_max_rows = 256;
 };
+
+// The skinny/GEMM crossover for this CPU, measured with bench/linear_bench (best GFLOP/s,
+// bf16 Qwen2.5-0.5B shapes, 2 threads). AMD Zen 4 (one 512-bit FMA per cycle): skinny ahead
+// up to M = 256 with AVX-512 and AVX2 (M = 256: skinny 209-217, GEMM 180-202). Intel Xeon
+// (Sapphire Rapids class, two FMA ports): the packed GEMM feeds both ports and is ahead
+// from M = 32 with AVX-512 (M = 32: GEMM 195-196 vs skinny 144-201; M = 128: 256-270 vs
+// 177-213) and from M = 64 with AVX2 (M = 64: 124-131 vs 110-117; M = 32: even). A fixed
+// CPUID rule, not a timing, so every rank of a job takes the same paths.
+int64_t skinny_max_rows_for(bool avx512);
 
 // Which kernel linear() runs: chosen by shape (Auto), or forced, for tests that must cover
 // every path at every M. Process-wide; tests set it and restore Auto. Skinny falls back to

@@ -21,7 +21,9 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
@@ -356,6 +358,32 @@ TEST(Linear, ZeroRowsIsANoOp) {
   std::vector<float> wv(12, 1.0f);
   WeightView w{wv.data(), DType::F32, 3, 4, 4};
   linear(nullptr, 0, 4, w, nullptr, nullptr, 3, pool_of(1));
+}
+
+// The Auto path's skinny/GEMM crossover follows the CPU's vendor (read here from
+// /proc/cpuinfo, independently of the CPUID builtin the rule uses): AMD keeps skinny tiles
+// up to 256 rows, other CPUs switch to the packed GEMM after 24 (AVX-512) / 48 (AVX2) rows.
+TEST(Linear, AutoPathCrossoverFollowsTheCpu) {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  bool amd = false;
+  while (std::getline(f, line))
+    if (line.rfind("vendor_id", 0) == 0) { amd = line.find("AuthenticAMD") != std::string::npos; break; }
+  EXPECT_EQ(linear_impl::skinny_max_rows_for(true), amd ? 256 : 24);
+  EXPECT_EQ(linear_impl::skinny_max_rows_for(false), amd ? 256 : 48);
+  for (Isa isa : {Isa::Avx512, Isa::Avx2}) {
+    if (!isa_supported(isa)) {
+      std::printf("skipped %s: this CPU lacks it\n", std::string(isa_name(isa)).c_str());
+      continue;
+    }
+    IsaScope scope(isa);
+    const linear_impl::Kernels& k = linear_impl::active_kernels();
+    const int64_t limit = k.skinny_max_rows;
+    EXPECT_EQ(linear_impl::choose_path(k, 4, 896, DType::BF16), linear_impl::Path::Gemv);
+    EXPECT_EQ(linear_impl::choose_path(k, 5, 896, DType::BF16), linear_impl::Path::Skinny);
+    EXPECT_EQ(linear_impl::choose_path(k, limit, 896, DType::BF16), linear_impl::Path::Skinny);
+    EXPECT_EQ(linear_impl::choose_path(k, limit + 1, 896, DType::BF16), linear_impl::Path::Gemm);
+  }
 }
 
 TEST(Linear, RejectsBadShapes) {
