@@ -49,6 +49,7 @@ struct ServeArgs {
   int64_t max_model_len = 0, max_num_batched_tokens = 2048, max_num_seqs = 256,
           num_kv_blocks = 0;
   double kv_cache_space_gib = 1.0;
+  double step_time_target_ms = 0;
   bool chunked_prefill = true, batched_tokens_given = false, prefix_caching = true;
   int threads_per_rank = 0;
   LayoutSpec layout;
@@ -165,6 +166,7 @@ int run_serve(ServeArgs a) {
   eo.scheduler.max_num_seqs = a.max_num_seqs;
   eo.scheduler.chunked_prefill = a.chunked_prefill;
   eo.scheduler.max_num_batched_tokens = a.max_num_batched_tokens;
+  eo.scheduler.step_time_target_s = a.step_time_target_ms / 1000.0;
   eo.prefix_cache.enabled = a.prefix_caching;
   eo.prefix_cache.salt = prefix_cache_salt(a.model, ro.kv_dtype, a.quantization);
   if (!eo.scheduler.chunked_prefill && !a.batched_tokens_given) {
@@ -249,6 +251,12 @@ void register_serve(CLI::App& app, CommandAction* action) {
   cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", a->chunked_prefill,
                 "Split long prompts over steps, sharing --max-num-batched-tokens with the "
                 "running decodes (default on, under every layout)");
+  cmd->add_option("--step-time-target-ms", a->step_time_target_ms,
+                  "While requests decode, cap each step's prompt tokens so the step takes about "
+                  "MS milliseconds (the running streams' inter-token latency while long prompts "
+                  "are prefilled chunk by chunk); the cap adapts to measured step times. 0: off "
+                  "(--max-num-batched-tokens alone)")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e6));
   cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", a->prefix_caching,
                 "Reuse the KV cache of earlier requests' common prompt prefixes, in blocks of "
                 "--block-size tokens, under every layout (default on)");
@@ -307,6 +315,9 @@ void register_serve(CLI::App& app, CommandAction* action) {
     a->batched_tokens_given = mbt->count() > 0;
     CPI_CHECK(!a->enable_auto_tool_choice || !a->tool_call_parser.empty(),
               "--enable-auto-tool-choice needs --tool-call-parser (hermes or llama3_json)");
+    CPI_CHECK(a->step_time_target_ms == 0 || a->chunked_prefill,
+              "--step-time-target-ms sizes prompt chunks: it needs chunked prefill (drop "
+              "--no-enable-chunked-prefill)");
     *action = [a] {
       return run_distributed(cli_args(), a->layout, a->threads_per_rank,
                              [a] { return run_serve(*a); },

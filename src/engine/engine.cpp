@@ -265,6 +265,7 @@ void Engine::run_step(const StepSchedule& s) {
   {
     std::lock_guard<std::mutex> lk(metrics_mu_);
     ++metrics_.steps;
+    if (s.capped_by_time) ++metrics_.steps_held_by_time_target;
     for (const ScheduledSeq& q : s.seqs) {  // prompt tokens computed for the first time
       const int64_t plen = int64_t(active_.at(q.seq->id)->params.prompt.size());
       if (q.seq->num_preemptions == 0 && q.begin < plen)
@@ -289,6 +290,8 @@ void Engine::update_gauges() {
   metrics_.running = int64_t(sched_.num_running());
   metrics_.waiting = int64_t(sched_.num_waiting());
   metrics_.preemptions = uint64_t(sched_.num_preemptions());
+  metrics_.step_prompt_allowance =
+      sched_.config().step_time_target_s > 0 ? sched_.prompt_allowance() : 0;
   metrics_.prefix_cache_queries = sched_.prefix_queries();
   metrics_.prefix_cache_hits = sched_.prefix_hits();
   for (int64_t r = 0; r < blocks_.world(); ++r) {
@@ -353,7 +356,9 @@ void Engine::run() {
         finish(ids, "error", "the scheduler could not fit any request into a step");
         continue;
       }
+      const double t0 = now_s();
       run_step(s);
+      sched_.observe_step_time(s, now_s() - t0);
       update_gauges();
     }
   } catch (...) {

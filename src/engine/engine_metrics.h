@@ -29,6 +29,10 @@ struct EngineMetrics {
   Histogram e2e{{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
                  60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}};
   uint64_t prompt_tokens = 0, generation_tokens = 0, preemptions = 0, steps = 0;
+  // --step-time-target-ms: steps whose prompt chunks the target held back, and the prompt
+  // tokens a step beside decodes may carry now (0 when no target is set).
+  uint64_t steps_held_by_time_target = 0;
+  int64_t step_prompt_allowance = 0;
   // Prefix cache, in tokens, over requests' first admissions: looked up and found.
   uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0;
   std::map<std::string, uint64_t> finished;  // finish reason -> requests

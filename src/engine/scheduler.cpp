@@ -1,6 +1,8 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "core/error.h"
 
@@ -11,6 +13,11 @@ Scheduler::Scheduler(const SchedulerConfig& cfg, BlockManager& blocks)
   CPI_CHECK(cfg.max_num_seqs >= 1, "--max-num-seqs {} must be >= 1", cfg.max_num_seqs);
   CPI_CHECK(cfg.max_num_batched_tokens >= 1, "--max-num-batched-tokens {} must be >= 1",
             cfg.max_num_batched_tokens);
+  CPI_CHECK(cfg.step_time_target_s >= 0 && std::isfinite(cfg.step_time_target_s),
+            "--step-time-target-ms must be >= 0");
+  CPI_CHECK(cfg.step_time_target_s == 0 || cfg.chunked_prefill,
+            "--step-time-target-ms needs chunked prefill (drop --no-enable-chunked-prefill)");
+  prompt_allowance_ = std::min(kInitialPromptAllowance, cfg.max_num_batched_tokens);
 }
 
 void Scheduler::add(SchedSeq* seq) {
@@ -41,15 +48,30 @@ void Scheduler::preempt_newest(StepSchedule* out) {
 StepSchedule Scheduler::schedule() {
   StepSchedule out;
   int64_t budget = cfg_.max_num_batched_tokens;
+  for (const SchedSeq* s : running_)
+    if (int64_t(s->tokens.size()) - s->num_computed == 1) out.has_decodes = true;
+  // Prompt tokens this step may still take: the step-time allowance when decodes wait on
+  // the step, else no limit beyond the budget.
+  int64_t prompt_left = cfg_.step_time_target_s > 0 && out.has_decodes
+                            ? prompt_allowance_
+                            : std::numeric_limits<int64_t>::max();
   // 1. Running requests, oldest first: one decode token each, or the next prompt chunk.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     SchedSeq* s = running_[i];
     const int64_t remaining = int64_t(s->tokens.size()) - s->num_computed;
     CPI_ASSERT(remaining >= 1);
-    const int64_t n = std::min(remaining, budget);
+    int64_t n = std::min(remaining, budget);
     if (n < remaining && !cfg_.chunked_prefill) {
       ++i;  // a whole prompt must wait for a step with room for it
       continue;
+    }
+    if (remaining > 1) {  // a prompt chunk
+      if (prompt_left < n) out.capped_by_time = true;
+      n = std::min(n, prompt_left);
+      if (n == 0) {
+        ++i;  // decodes after it still run
+        continue;
+      }
     }
     bool self_preempted = false;
     while (!blocks_.can_grow(s->id, s->num_computed + n)) {
@@ -62,6 +84,10 @@ StepSchedule Scheduler::schedule() {
     out.seqs.push_back({s, s->num_computed, n});
     out.num_tokens += n;
     budget -= n;
+    if (remaining > 1) {
+      out.prompt_tokens += n;
+      prompt_left -= n;
+    }
     ++i;
   }
   // 2. Waiting requests in order, unless this step had to preempt (pages are short).
@@ -70,8 +96,11 @@ StepSchedule Scheduler::schedule() {
     SchedSeq* s = waiting_.front();
     const PrefixHit hit = blocks_.lookup(s->tokens);
     const int64_t remaining = int64_t(s->tokens.size()) - hit.tokens;
-    const int64_t n = std::min(remaining, budget);
+    int64_t n = std::min(remaining, budget);
     if (n < remaining && !cfg_.chunked_prefill) break;
+    if (prompt_left < n) out.capped_by_time = true;
+    n = std::min(n, prompt_left);
+    if (n == 0) break;
     if (!blocks_.can_admit(hit, hit.tokens + n)) break;
     blocks_.admit(s->id, hit, hit.tokens + n);
     s->num_computed = hit.tokens;
@@ -86,9 +115,24 @@ StepSchedule Scheduler::schedule() {
     running_.push_back(s);
     out.seqs.push_back({s, hit.tokens, n});
     out.num_tokens += n;
+    out.prompt_tokens += n;
     budget -= n;
+    prompt_left -= n;
   }
   return out;
+}
+
+void Scheduler::observe_step_time(const StepSchedule& s, double seconds) {
+  const double target = cfg_.step_time_target_s;
+  if (target <= 0 || !s.has_decodes || s.prompt_tokens == 0) return;
+  // A step under the target whose prompt chunks were not held back says nothing about the
+  // allowance (it had less work than allowed).
+  if (!s.capped_by_time && seconds <= target) return;
+  const double factor = std::clamp(std::sqrt(target / std::max(seconds, 1e-6)), 0.5, 2.0);
+  const double next = std::round(double(s.prompt_tokens) * factor);
+  prompt_allowance_ = std::clamp<int64_t>(
+      int64_t(next), std::min(kMinPromptAllowance, cfg_.max_num_batched_tokens),
+      cfg_.max_num_batched_tokens);
 }
 
 void Scheduler::commit(const StepSchedule& s) {

@@ -12,6 +12,19 @@
 // Example, budget 8, chunked prefill on, running A (decoding), waiting B (prompt 10):
 // step 1 schedules A:1, B:7 (chunk of B's first 7 tokens); step 2 A:1, B:3 (B's last
 // chunk: its logits give B's first token); step 3 A:1, B:1.
+//
+// Step-time target (--step-time-target-ms, off by default): a token budget is the wrong
+// unit for a running stream's latency, since a prompt token late in a long prompt costs
+// more (it attends to everything before it) and a step has fixed costs (the LM head of the
+// decodes, collectives). With a target T, a step that carries decodes gets at most
+// `allowance` prompt tokens, and after each such step the allowance is scaled by
+// sqrt(T / measured step time). If a step costs a + p * c for c prompt tokens, the update
+// c <- c * sqrt(T / (a + p c)) has its fixed point at a + p c = T and converges to it
+// without overshoot (slope 1 - p c / 2T, between 0.5 and 1 at the fixed point); as the
+// prompt grows, p grows and the chunks shrink to keep the steps at T. Example, T 60 ms,
+// a 20 ms, p 0.5 ms: allowance 64 -> step 52 ms -> 64 * sqrt(60/52) = 68.7 -> 69 -> ...
+// -> 80 (20 + 0.5 * 80 = 60). Steps without decodes (nobody waiting on them) use the token
+// budget alone.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -25,6 +38,7 @@ struct SchedulerConfig {
   int64_t max_num_seqs = 256;            // --max-num-seqs
   int64_t max_num_batched_tokens = 2048; // --max-num-batched-tokens
   bool chunked_prefill = true;           // a prompt may span steps (under every layout)
+  double step_time_target_s = 0;         // --step-time-target-ms / 1000; 0: off
 };
 
 // The scheduler's view of one request.
@@ -46,6 +60,9 @@ struct StepSchedule {
   std::vector<ScheduledSeq> seqs;   // running first, then newly admitted
   std::vector<int64_t> preempted;   // their pages must be released on every rank first
   int64_t num_tokens = 0;
+  int64_t prompt_tokens = 0;        // of them, prompt chunks (not single decode tokens)
+  bool has_decodes = false;         // at least one running sequence decodes in this step
+  bool capped_by_time = false;      // the step-time allowance held prompt tokens back
 };
 
 class Scheduler {
@@ -62,6 +79,15 @@ class Scheduler {
   // After the step ran: advances num_computed of the scheduled sequences and registers
   // their newly completed blocks in the prefix cache.
   void commit(const StepSchedule& s);
+  // With a step-time target: the measured wall time of step `s` tunes the allowance of
+  // prompt tokens in steps with decodes (see the header comment). No-op otherwise.
+  void observe_step_time(const StepSchedule& s, double seconds);
+  // Prompt tokens a step with decodes may carry under the step-time target.
+  int64_t prompt_allowance() const { return prompt_allowance_; }
+  // The allowance's bounds: at least this many prompt tokens a step (progress), at
+  // first this many (a cautious start; the updates grow it within a few steps).
+  static constexpr int64_t kMinPromptAllowance = 16;
+  static constexpr int64_t kInitialPromptAllowance = 64;
 
   size_t num_running() const { return running_.size(); }
   size_t num_waiting() const { return waiting_.size(); }
@@ -79,6 +105,7 @@ class Scheduler {
   std::vector<SchedSeq*> running_;  // in admission order (the back is the newest)
   std::deque<SchedSeq*> waiting_;
   int64_t num_preemptions_ = 0;
+  int64_t prompt_allowance_ = 0;
   uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
 };
 

@@ -87,6 +87,14 @@ std::string render_prometheus(const EngineMetrics& m, const std::string& model_n
   o += fmt::format("vllm:generation_tokens_total{{{}}} {}\n", L, m.generation_tokens);
   header(o, "cpinfer:engine_steps_total", "counter", "Engine steps run.");
   o += fmt::format("cpinfer:engine_steps_total{{{}}} {}\n", L, m.steps);
+  header(o, "cpinfer:steps_held_by_time_target_total", "counter",
+         "Steps whose prompt chunks --step-time-target-ms held back.");
+  o += fmt::format("cpinfer:steps_held_by_time_target_total{{{}}} {}\n", L,
+                   m.steps_held_by_time_target);
+  header(o, "cpinfer:step_prompt_allowance_tokens", "gauge",
+         "Prompt tokens a step beside running decodes may carry under --step-time-target-ms "
+         "(0: no target).");
+  o += fmt::format("cpinfer:step_prompt_allowance_tokens{{{}}} {}\n", L, m.step_prompt_allowance);
   header(o, "vllm:request_success_total", "counter", "Count of finished requests by reason.");
   for (const auto& [reason, n] : m.finished)
     o += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", L,

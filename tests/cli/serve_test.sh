@@ -184,6 +184,15 @@ run_layout() {  # run_layout NAME RANKS layout-args...
   node "$SRC/tests/server/openai_client_test.mjs" "$URL" "$KEY" tiny "$TMP/$name.answers.json" ||
     fail "openai client checks ($name)"
   wait_all_pages_back "$ranks"
+  local held allowance
+  held=$(metric 'cpinfer:steps_held_by_time_target_total{model_name="tiny"}')
+  allowance=$(metric 'cpinfer:step_prompt_allowance_tokens{model_name="tiny"}')
+  if ((${HELD_BY_TARGET:-0})); then
+    ((held > 0 && allowance >= 16 && allowance <= 256)) ||
+      fail "$name: --step-time-target-ms held $held steps back, allowance $allowance"
+  else
+    [[ "$held" == 0 && "$allowance" == 0 ]] || fail "$name: no target, yet held $held, allowance $allowance"
+  fi
   [[ "$(curl -s -o /dev/null -w "%{http_code}" "$URL/health")" == 200 ]] || fail "unhealthy after the load ($name)"
   kill -TERM "$SERVER_PID"
   local rc=0
@@ -202,7 +211,10 @@ TOOLS=(--enable-auto-tool-choice --tool-call-parser hermes)
 CACHING=0 run_layout one-rank 1 --max-num-batched-tokens 256 --no-enable-prefix-caching "${TOOLS[@]}"
 # The same 256-token budget as one rank: the 16 concurrent prompts (up to 200 tokens) are
 # chunked across steps beside running decodes over the sharded cache.
-EXPECT_PAGES=3000 run_layout tp2-pcp2 2 -tp 2 -pcp 2 --cp-kv-cache-interleave-size 4 --num-kv-blocks 3000 --max-num-batched-tokens 256 "${TOOLS[@]}"
+# With a step-time target of 5 ms (below what a step with decodes takes here), so the
+# prompts that arrive while others decode are held to the adaptive allowance: the answers
+# must not change, and /metrics must show that the target held steps back.
+EXPECT_PAGES=3000 HELD_BY_TARGET=1 run_layout tp2-pcp2 2 -tp 2 -pcp 2 --cp-kv-cache-interleave-size 4 --num-kv-blocks 3000 --max-num-batched-tokens 256 --step-time-target-ms 5 "${TOOLS[@]}"
 cmp "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" ||
   fail "greedy answers under tp 2 x pcp 2 differ from one rank: $(diff "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" | head -5)"
 
@@ -255,4 +267,8 @@ done
 rc=0
 "$CPINFER" serve --model "$MODEL" --port 0 --enable-auto-tool-choice >"$TMP/bad.log" 2>&1 || rc=$?
 ((rc != 0)) && grep -q -- "--tool-call-parser" "$TMP/bad.log" || fail "--enable-auto-tool-choice without a parser: $(tail -3 "$TMP/bad.log")"
+rc=0
+"$CPINFER" serve --model "$MODEL" --port 0 --step-time-target-ms 50 --no-enable-chunked-prefill >"$TMP/bad.log" 2>&1 || rc=$?
+((rc != 0)) && grep -q -- "--step-time-target-ms.*chunked prefill" "$TMP/bad.log" ||
+  fail "--step-time-target-ms without chunked prefill: $(tail -3 "$TMP/bad.log")"
 echo "serve_test: all checks passed"

@@ -112,6 +112,120 @@ TEST(Scheduler, ChunkedPrefillWithinBudget) {
   EXPECT_EQ(shape(h.step()), (Shape{{1, 1}, {2, 1}}));
 }
 
+// Step-time target against a simulated cost model: a step costs a fixed 20 ms, 1 ms per
+// decode and p ms per prompt token, where p grows with how far the prompt is (its tokens
+// attend to more context). Target 60 ms. The allowance must settle where the model's step
+// time meets the target, and follow p as it grows.
+struct SimulatedCost {
+  double fixed_s = 0.020, per_decode_s = 0.001, per_token_s = 0.0005;
+  double per_token_growth = 0;  // per_token_s *= 1 + growth * (computed prompt tokens)
+  double seconds(const StepSchedule& s, int64_t prompt_computed) const {
+    const double p = per_token_s * (1 + per_token_growth * double(prompt_computed));
+    return fixed_s + per_decode_s * double(s.num_tokens - s.prompt_tokens) +
+           p * double(s.prompt_tokens);
+  }
+};
+
+TEST(Scheduler, StepTimeTargetSettlesOnTheTarget) {
+  SchedulerConfig cfg{16, 2048, true, 0.060};
+  Harness h(10000, 16, cfg);
+  h.add(1, 4);
+  h.step();  // A's prompt; A decodes from now on
+  SchedSeq* b = h.add(2, 20000);
+  const SimulatedCost cost;
+  std::vector<int64_t> chunks;
+  for (int i = 0; i < 30; ++i) {
+    const int64_t before = b->num_computed;
+    StepSchedule s = h.step();
+    ASSERT_TRUE(s.has_decodes);
+    ASSERT_EQ(s.seqs.front().seq->id, 1);  // A's decode always runs
+    chunks.push_back(s.prompt_tokens);
+    h.sched.observe_step_time(s, cost.seconds(s, before));
+  }
+  EXPECT_EQ(chunks[0], Scheduler::kInitialPromptAllowance);
+  // Fixed point: 20 + 1 + 0.5 c = 60 -> c = 78. Monotone approach from 64, no overshoot.
+  for (size_t i = 1; i < chunks.size(); ++i) {
+    EXPECT_GE(chunks[i], chunks[i - 1]) << i;
+    EXPECT_LE(chunks[i], 79) << i;
+  }
+  EXPECT_GE(chunks.back(), 76);
+}
+
+TEST(Scheduler, StepTimeTargetFollowsGrowingCost) {
+  SchedulerConfig cfg{16, 2048, true, 0.060};
+  Harness h(10000, 16, cfg);
+  h.add(1, 4);
+  h.step();
+  SchedSeq* b = h.add(2, 20000);
+  SimulatedCost cost;
+  cost.per_token_growth = 1.0 / 2000;  // p doubles every 2000 prompt tokens
+  for (int i = 0; i < 400 && b->num_computed < 6000; ++i) {
+    const int64_t before = b->num_computed;
+    StepSchedule s = h.step();
+    const double t = cost.seconds(s, before);
+    // After the start-up steps every step lands within 10% of the target, although the
+    // per-token cost has tripled by the end.
+    if (i >= 15) EXPECT_NEAR(t, 0.060, 0.006) << "step " << i << " chunk " << s.prompt_tokens;
+    h.sched.observe_step_time(s, t);
+  }
+  EXPECT_GE(b->num_computed, 6000);
+  EXPECT_LT(h.sched.prompt_allowance(), 40);  // (60 - 21) / (0.5 * 4) = 19.5 at the end
+}
+
+TEST(Scheduler, StepTimeTargetOnlyHoldsPromptsBackWhileOthersDecode) {
+  SchedulerConfig cfg{16, 2048, true, 0.060};
+  Harness h(10000, 16, cfg);
+  SchedSeq* b = h.add(2, 5000);
+  // Alone, the prompt takes the whole token budget: nobody waits on its steps.
+  StepSchedule s = h.step();
+  EXPECT_EQ(shape(s), (Shape{{2, 2048}}));
+  EXPECT_FALSE(s.has_decodes);
+  EXPECT_FALSE(s.capped_by_time);
+  h.sched.observe_step_time(s, 5.0);  // a slow step without decodes changes nothing
+  EXPECT_EQ(h.sched.prompt_allowance(), Scheduler::kInitialPromptAllowance);
+  h.add(3, 3);  // A: waits for budget, then joins B's last chunk (no decodes yet)
+  EXPECT_EQ(shape(h.step()), (Shape{{2, 2048}}));
+  EXPECT_EQ(shape(h.step()), (Shape{{2, 904}, {3, 3}}));
+  // Now A decodes. C's long prompt joins: held to the allowance beside A's decode, and a
+  // fourth request's prompt waits while the allowance is used up.
+  SchedSeq* c = h.add(4, 5000);
+  h.add(5, 3);
+  s = h.step();
+  EXPECT_EQ(shape(s), (Shape{{2, 1}, {3, 1}, {4, Scheduler::kInitialPromptAllowance}}));
+  EXPECT_TRUE(s.has_decodes);
+  EXPECT_TRUE(s.capped_by_time);
+  EXPECT_EQ(s.prompt_tokens, Scheduler::kInitialPromptAllowance);
+  // Decodes alone over the target: the allowance shrinks, but never below the floor, so
+  // the prompt keeps moving.
+  for (int i = 0; i < 20; ++i) {
+    s.prompt_tokens = h.sched.prompt_allowance();  // what the next steps would carry
+    h.sched.observe_step_time(s, 10.0);
+  }
+  EXPECT_EQ(h.sched.prompt_allowance(), Scheduler::kMinPromptAllowance);
+  EXPECT_EQ(shape(h.step()), (Shape{{2, 1}, {3, 1}, {4, Scheduler::kMinPromptAllowance}}));
+  EXPECT_EQ(c->num_computed, 64 + 16);
+  EXPECT_EQ(b->num_computed, 5002);
+  // Fast steps grow it, at most 2x a step, and never past the token budget.
+  for (int i = 0; i < 20; ++i) {
+    s.prompt_tokens = h.sched.prompt_allowance();
+    h.sched.observe_step_time(s, 1e-4);
+  }
+  EXPECT_EQ(h.sched.prompt_allowance(), 2048);
+}
+
+TEST(Scheduler, StepTimeTargetNeedsChunkedPrefill) {
+  BlockManager blocks(10, Harness::layout(4, 1));
+  EXPECT_THROW(Scheduler(SchedulerConfig{16, 64, false, 0.05}, blocks), Error);
+  EXPECT_THROW(Scheduler(SchedulerConfig{16, 64, true, -1.0}, blocks), Error);
+  Scheduler off(SchedulerConfig{16, 64, true, 0}, blocks);
+  StepSchedule s;
+  s.has_decodes = true;
+  s.prompt_tokens = 10;
+  s.capped_by_time = true;
+  off.observe_step_time(s, 10.0);  // no target: nothing to tune
+  EXPECT_EQ(off.prompt_allowance(), Scheduler::kInitialPromptAllowance);
+}
+
 TEST(Scheduler, WholePromptsWithoutChunking) {
   Harness h(100, 4, {16, 8, false});
   h.add(1, 3);
