@@ -81,12 +81,20 @@ GgufValue gguf_string(std::string s) {
   v.s = std::move(s);
   return v;
 }
-GgufValue gguf_u32(uint32_t x) {
+namespace {
+// An integer-typed value as the reader fills one: both integer fields.
+GgufValue integer_value(GgufType type, uint32_t x) {
   GgufValue v;
-  v.type = GgufType::U32;
+  v.type = type;
   v.i = x;
   v.u = x;
-  v.f = x;
+  return v;
+}
+}  // namespace
+
+GgufValue gguf_u32(uint32_t x) {
+  GgufValue v = integer_value(GgufType::U32, x);
+  v.f = float(x);
   return v;
 }
 GgufValue gguf_f32(float x) {
@@ -95,13 +103,7 @@ GgufValue gguf_f32(float x) {
   v.f = x;
   return v;
 }
-GgufValue gguf_bool(bool x) {
-  GgufValue v;
-  v.type = GgufType::BOOL;
-  v.i = x;
-  v.u = x;
-  return v;
-}
+GgufValue gguf_bool(bool x) { return integer_value(GgufType::BOOL, x); }
 
 void write_gguf(const std::string& path, const GgufMetadata& metadata,
                 const std::vector<TensorToWrite>& tensors, int threads) {

@@ -18,6 +18,7 @@
 #include "model/gguf_model.h"
 #include "model/gguf_tokenizer.h"
 #include "model/synthetic_model.h"
+#include "support/config_compare.h"
 #include "support/test_models.h"
 #include "tokenizer/tokenizer.h"
 
@@ -86,27 +87,10 @@ TEST_P(GgufTwin, ConfigLogitsAndTokens) {
   EXPECT_EQ(find_gguf_model(st), "");
 
   const ModelConfig a = load_model_config(st), b = load_model_config(file);
-  EXPECT_EQ(a.arch, b.arch);
-  EXPECT_EQ(a.hidden_size, b.hidden_size);
-  EXPECT_EQ(a.intermediate_size, b.intermediate_size);
-  EXPECT_EQ(a.num_layers, b.num_layers);
-  EXPECT_EQ(a.num_q_heads, b.num_q_heads);
-  EXPECT_EQ(a.num_kv_heads, b.num_kv_heads);
-  EXPECT_EQ(a.head_dim, b.head_dim);
-  EXPECT_EQ(a.vocab_size, b.vocab_size);
-  EXPECT_EQ(a.max_position_embeddings, b.max_position_embeddings);
-  EXPECT_EQ(a.rms_norm_eps, b.rms_norm_eps);
-  EXPECT_EQ(a.rope_theta, b.rope_theta);
-  EXPECT_EQ(a.rope_scaling.type, b.rope_scaling.type);
-  EXPECT_EQ(a.rope_scaling.factor, b.rope_scaling.factor);
+  testing::expect_same_model_shape(a, b);
   EXPECT_TRUE(b.rope_scaling.freq_factors.empty());  // recognised as llama3 when scaled
-  EXPECT_EQ(a.tie_word_embeddings, b.tie_word_embeddings);
-  EXPECT_EQ(a.attention_bias, b.attention_bias);
-  EXPECT_EQ(a.qk_norm, b.qk_norm);
-  EXPECT_EQ(a.bos_token_id, b.bos_token_id);
   auto sorted = [](std::vector<int32_t> v) { std::sort(v.begin(), v.end()); return v; };
   EXPECT_EQ(sorted(a.eos_token_ids), sorted(b.eos_token_ids));
-  EXPECT_EQ(a.torch_dtype, b.torch_dtype);
 
   // Logits: exactly equal (the same weight bytes, the same kernels).
   EXPECT_EQ(max_abs_diff(run(st, WeightQuantization::None), run(gg, WeightQuantization::None)), 0.0);

@@ -2,6 +2,7 @@
 // (linear, llama3, yarn), sliding windows refused,
 // head_dim present/absent, eos as int or list, generation_config merging, round trips,
 // and every error case (each message names the file and the field).
+#include "support/config_compare.h"
 #include "support/temp_dir.h"
 #include "model/model_config.h"
 
@@ -539,21 +540,9 @@ TEST(ModelConfig, LoadErrorsNameThePath) {
 }
 
 void expect_same(const ModelConfig& a, const ModelConfig& b) {
-  EXPECT_EQ(a.arch, b.arch);
+  testing::expect_same_model_shape(a, b);
   EXPECT_EQ(a.architecture_name, b.architecture_name);
   EXPECT_EQ(a.model_type, b.model_type);
-  EXPECT_EQ(a.hidden_size, b.hidden_size);
-  EXPECT_EQ(a.intermediate_size, b.intermediate_size);
-  EXPECT_EQ(a.num_layers, b.num_layers);
-  EXPECT_EQ(a.num_q_heads, b.num_q_heads);
-  EXPECT_EQ(a.num_kv_heads, b.num_kv_heads);
-  EXPECT_EQ(a.head_dim, b.head_dim);
-  EXPECT_EQ(a.vocab_size, b.vocab_size);
-  EXPECT_EQ(a.max_position_embeddings, b.max_position_embeddings);
-  EXPECT_DOUBLE_EQ(a.rms_norm_eps, b.rms_norm_eps);
-  EXPECT_DOUBLE_EQ(a.rope_theta, b.rope_theta);
-  EXPECT_EQ(a.rope_scaling.type, b.rope_scaling.type);
-  EXPECT_DOUBLE_EQ(a.rope_scaling.factor, b.rope_scaling.factor);
   EXPECT_DOUBLE_EQ(a.rope_scaling.low_freq_factor, b.rope_scaling.low_freq_factor);
   EXPECT_DOUBLE_EQ(a.rope_scaling.high_freq_factor, b.rope_scaling.high_freq_factor);
   EXPECT_EQ(a.rope_scaling.original_max_position_embeddings,
@@ -564,13 +553,8 @@ void expect_same(const ModelConfig& a, const ModelConfig& b) {
   EXPECT_DOUBLE_EQ(a.rope_scaling.mscale, b.rope_scaling.mscale);
   EXPECT_DOUBLE_EQ(a.rope_scaling.mscale_all_dim, b.rope_scaling.mscale_all_dim);
   EXPECT_EQ(a.rope_scaling.truncate, b.rope_scaling.truncate);
-  EXPECT_EQ(a.qk_norm, b.qk_norm);
-  EXPECT_EQ(a.tie_word_embeddings, b.tie_word_embeddings);
-  EXPECT_EQ(a.attention_bias, b.attention_bias);
   EXPECT_EQ(a.mlp_bias, b.mlp_bias);
   EXPECT_EQ(a.eos_token_ids, b.eos_token_ids);
-  EXPECT_EQ(a.bos_token_id, b.bos_token_id);
-  EXPECT_EQ(a.torch_dtype, b.torch_dtype);
 }
 
 TEST(ModelConfig, ToJsonRoundTripsEveryPreset) {
