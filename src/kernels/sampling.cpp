@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <ranges>
 #include <vector>
 
 #include "core/error.h"
@@ -100,9 +99,23 @@ std::vector<int32_t> top_k_ids(const float* logits, int64_t V, int64_t k, Thread
   pool.run(chunks, [&](int64_t c, int) {
     const int64_t b = c * kChunk, e = std::min(V, b + kChunk);
     std::vector<int32_t>& ids = keep[size_t(c)];
-    // A heap of the best k so far: most ids lose one comparison against its worst.
-    ids.resize(size_t(std::min(k, e - b)));
-    std::ranges::partial_sort_copy(std::views::iota(int32_t(b), int32_t(e)), ids, by);
+    // A heap of the best k so far, its worst on top: most ids lose one comparison against
+    // it (what partial_sort_copy does; `by` is a strict total order, so the result is the
+    // same whatever the algorithm).
+    const size_t kk = size_t(std::min(k, e - b));
+    ids.clear();
+    ids.reserve(kk);
+    for (int32_t i = int32_t(b); i < int32_t(e); ++i) {
+      if (ids.size() < kk) {
+        ids.push_back(i);
+        std::push_heap(ids.begin(), ids.end(), by);
+      } else if (by(i, ids.front())) {
+        std::pop_heap(ids.begin(), ids.end(), by);
+        ids.back() = i;
+        std::push_heap(ids.begin(), ids.end(), by);
+      }
+    }
+    std::sort_heap(ids.begin(), ids.end(), by);
   });
   std::vector<int32_t> all;
   for (const auto& ids : keep) all.insert(all.end(), ids.begin(), ids.end());
