@@ -6,7 +6,8 @@
 #   alone      the 8 streams without the long prompt (the ITL baseline);
 #   unchunked  --no-enable-chunked-prefill: the long prompt in one step (the behaviour
 #              before chunked prefill over a sharded cache existed);
-#   chunked    chunked prefill (the default) with --max-num-batched-tokens BUDGET.
+#   chunked    chunked prefill (the default) with --max-num-batched-tokens BUDGET;
+#   timed      chunked prefill with --step-time-target-ms TARGET_MS (budget BUDGET).
 # Reports the streams' p50/p99 ITL and the long prompt's TTFT; other processes' CPU time
 # during each run (from /proc/stat, all CPUs minus this job) is stored with the result.
 # One JSON line per run to $OUT (default bench/results/cp_long_prompt_itl.jsonl).
@@ -23,7 +24,8 @@ OUTLEN=${OUTLEN:-400}
 DELAY=${DELAY:-3}
 BUDGET=${BUDGET:-512}
 REPEATS=${REPEATS:-3}
-SCENARIOS=${SCENARIOS:-"alone unchunked chunked"}
+TARGET_MS=${TARGET_MS:-60}
+SCENARIOS=${SCENARIOS:-"alone unchunked chunked timed"}
 mkdir -p "$(dirname "$OUT")" models
 [[ -f "$MODEL/config.json" ]] ||
   "$CPINFER" make-model --preset tiny --num-layers 8 --dtype bf16 --seed 3 --out "$MODEL" 2>/dev/null
@@ -31,6 +33,7 @@ for rep in $(seq "$REPEATS"); do
   for scen in $SCENARIOS; do
     extra=(--max-num-batched-tokens "$BUDGET")
     [[ $scen == unchunked ]] && extra=(--no-enable-chunked-prefill)
+    [[ $scen == timed ]] && extra+=(--step-time-target-ms "$TARGET_MS")
     log=$(mktemp)
     # shellcheck disable=SC2086
     "$CPINFER" serve "$MODEL" --port 0 --served-model-name m --max-model-len $((LONG + 64)) \
@@ -52,7 +55,7 @@ for rep in $(seq "$REPEATS"); do
     fi
     wait "$sp"
     b1=$(busy_jiffies); s1=$(tree_jiffies "$server")
-    echo "{\"scenario\":\"$scen\",\"layout\":\"$LAYOUT\",\"budget\":$BUDGET,\"long\":$LONG,\"repeat\":$rep,\"cpu\":\"$(lscpu | sed -n 's/^Model name: *//p')\",\"busy_jiffies\":$((b1 - b0)),\"server_jiffies\":$((s1 - s0)),\"streams\":$(cat "$streams"),\"long_prompt\":$(cat "$long")}" | tee -a "$OUT"
+    echo "{\"scenario\":\"$scen\",\"layout\":\"$LAYOUT\",\"budget\":$BUDGET,\"target_ms\":$([[ $scen == timed ]] && echo "$TARGET_MS" || echo null),\"long\":$LONG,\"repeat\":$rep,\"cpu\":\"$(lscpu | sed -n 's/^Model name: *//p')\",\"busy_jiffies\":$((b1 - b0)),\"server_jiffies\":$((s1 - s0)),\"streams\":$(cat "$streams"),\"long_prompt\":$(cat "$long")}" | tee -a "$OUT"
     kill -TERM "$server"; wait "$server" 2>/dev/null || true
     rm -f "$log" "$streams" "$long"
   done

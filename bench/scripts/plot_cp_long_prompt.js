@@ -3,14 +3,16 @@
 // point is one scenario (medians over its runs): x = the long prompt's TTFT relative to the
 // unchunked run, y = the running streams' longest inter-token gap (max ITL, log scale: the
 // stall that a p99 over many tokens can hide), relative to their p99 ITL without the long
-// prompt. The green box is the goal: p99 ITL <= 3x, TTFT <= 1.15x. Plain SVG.
+// prompt. The green box is the goal: p99 ITL <= 3x, TTFT <= 1.15x. Chunked runs with a
+// token budget are blue, runs with --step-time-target-ms orange. Plain SVG.
 // Usage: node bench/scripts/plot_cp_long_prompt.js [in.jsonl] [out.svg]
 const fs = require("fs");
 const inPath = process.argv[2] || "bench/results/cp_long_prompt_itl.jsonl";
 const outPath = process.argv[3] || "docs/cp_long_prompt.svg";
 const rows = fs.readFileSync(inPath, "utf8").trim().split("\n").map(JSON.parse);
 const median = (a) => { const s = [...a].sort((x, y) => x - y), n = s.length; return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2; };
-const key = (r) => (r.scenario === "chunked" ? `chunked ${r.budget}` : r.scenario);
+const key = (r) =>
+  r.scenario === "chunked" ? `chunked ${r.budget}` : r.scenario === "timed" ? `target ${r.target_ms} ms` : r.scenario;
 const groups = new Map();
 for (const r of rows) { if (!groups.has(key(r))) groups.set(key(r), []); groups.get(key(r)).push(r); }
 const alone = median(groups.get("alone").map((r) => r.streams.p99_itl_ms));
@@ -45,9 +47,14 @@ for (let t = Math.ceil(x0 * 10) / 10; t <= x1; t += 0.1) {
 }
 text(W / 2 - 150, H - 20, "long prompt's TTFT / unchunked TTFT");
 text(8, pad - 12, "streams' max ITL / their p99 ITL alone (log)");
+const placed = [];  // label positions so far: a label close to an earlier one moves down
 for (const p of points) {
-  svg.push(`<circle cx="${X(p.x)}" cy="${Y(p.y)}" r="5" fill="${p.k === "unchunked" ? "#c33" : "#36c"}"/>`);
-  text(X(p.x) + 8, Y(p.y) + 4, p.k === "unchunked" ? "unchunked (one step)" : p.k.replace("chunked ", "budget "));
+  let ly = Y(p.y) + 4;
+  while (placed.some(([x, y]) => Math.abs(x - X(p.x)) < 90 && Math.abs(y - ly) < 12)) ly += 12;
+  placed.push([X(p.x), ly]);
+  const color = p.k === "unchunked" ? "#c33" : p.k.startsWith("target") ? "#e80" : "#36c";
+  svg.push(`<circle cx="${X(p.x)}" cy="${Y(p.y)}" r="5" fill="${color}"/>`);
+  text(X(p.x) + 8, ly, p.k === "unchunked" ? "unchunked (one step)" : p.k.replace("chunked ", "budget "));
 }
 svg.push("</svg>");
 fs.writeFileSync(outPath, svg.join("\n") + "\n");
