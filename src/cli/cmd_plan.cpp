@@ -36,7 +36,7 @@ struct PlanArgs {
   std::string model, kv_dtype = "auto";
   int64_t context_len = 0, hosts = 1, cores_per_host = 0, block_size = 16, output_len = 256;
   double link_gbps = 25, memory_gib = 0, link_latency_us = 50;
-  double gemm_gflops = 0, attn_gflops = 0, read_gbps = 0, local_gbps = 0;
+  double gemm_gflops = 0, attn_gflops = 0, read_gbps = 0, local_gbps = 0, weight_read_gbps = 0;
   bool json = false, oversubscribe = false;
   int top = 15;
 };
@@ -62,6 +62,7 @@ double time_median(int reps, F&& f) {
 
 struct Calibration {
   double gemm_gflops_per_core = 0, attn_gflops_per_core = 0, read_gbps_per_core = 0;
+  double weight_read_gbps_per_core = 0;
   double read_gbps_1t = 0, fma_gflops_1t = 0;
   int threads = 1;
 };
@@ -127,6 +128,35 @@ Calibration calibrate(const ModelConfig& c, ThreadPool& pool) {
     const double flops = 4.0 * double(D) * double(S) * double(S + 1) / 2 * double(hq);
     cal.attn_gflops_per_core = flops / s / 1e9 / cal.threads;
   }
+  {
+    // The decode GEMV (one x row) over the model's weight dtype, from DRAM: copies of a
+    // [min(2 I, 9728), H] matrix cycled so that the set (>= 256 MiB) is far larger than
+    // the caches, as a decode step streams every layer's weights once.
+    const int64_t K = c.hidden_size, N = std::min<int64_t>(2 * c.intermediate_size, 9728);
+    const bool bf = c.torch_dtype != "float32";
+    const int64_t esz = bf ? 2 : 4;
+    const int64_t copies = std::max<int64_t>(2, ((int64_t(256) << 20) + N * K * esz - 1) / (N * K * esz));
+    std::vector<bf16> wb;
+    std::vector<float> wf;
+    if (bf) wb.assign(size_t(copies * N * K), bf16(0.01f));
+    else wf.assign(size_t(copies * N * K), 0.01f);
+    std::vector<float> x(size_t(K), 0.5f);
+    std::vector<float> y(static_cast<size_t>(N));
+    auto pass = [&] {
+      for (int64_t i = 0; i < copies; ++i) {
+        WeightView w;
+        w.rows = N;
+        w.cols = K;
+        w.ld = K;
+        w.dtype = bf ? DType::BF16 : DType::F32;
+        w.data = bf ? static_cast<const void*>(wb.data() + i * N * K)
+                    : static_cast<const void*>(wf.data() + i * N * K);
+        linear(x.data(), 1, K, w, nullptr, y.data(), N, pool);
+      }
+    };
+    const double s = time_median(5, pass);  // after one warm-up pass (pages touched)
+    cal.weight_read_gbps_per_core = double(copies * N * K * esz) / s / 1e9 / cal.threads;
+  }
   PeakOptions po;
   po.seconds = 0.1;
   po.repeats = 3;
@@ -191,6 +221,10 @@ int run_plan(const PlanArgs& a) {
   m.gemm_gflops_per_core = a.gemm_gflops > 0 ? a.gemm_gflops : cal.gemm_gflops_per_core;
   m.attn_gflops_per_core = a.attn_gflops > 0 ? a.attn_gflops : cal.attn_gflops_per_core;
   m.read_gbps_per_core = a.read_gbps > 0 ? a.read_gbps : cal.read_gbps_per_core;
+  // Projections that give every rate without this one keep the streaming rate for weights.
+  m.weight_read_gbps_per_core = a.weight_read_gbps > 0 ? a.weight_read_gbps
+                                : given                ? m.read_gbps_per_core
+                                                       : cal.weight_read_gbps_per_core;
   // MPI's shared-memory transport copies through a buffer: about half of one core's
   // streaming read rate per rank.
   m.local_gbps = a.local_gbps > 0 ? a.local_gbps : cal.read_gbps_1t / 2;
@@ -219,12 +253,14 @@ int run_plan(const PlanArgs& a) {
                     {"local_gbps", m.local_gbps}, {"local_latency_s", m.local_latency_s},
                     {"gemm_gflops_per_core", m.gemm_gflops_per_core},
                     {"attention_gflops_per_core", m.attn_gflops_per_core},
-                    {"read_gbps_per_core", m.read_gbps_per_core}};
+                    {"read_gbps_per_core", m.read_gbps_per_core},
+                    {"weight_read_gbps_per_core", m.weight_read_gbps_per_core}};
     if (given) j["calibration"] = nullptr;
     else j["calibration"] = {{"threads", cal.threads},
                         {"gemm_gflops_per_core", cal.gemm_gflops_per_core},
                         {"attention_gflops_per_core", cal.attn_gflops_per_core},
                         {"read_gbps_per_core", cal.read_gbps_per_core},
+                        {"weight_read_gbps_per_core", cal.weight_read_gbps_per_core},
                         {"read_gbps_1t", cal.read_gbps_1t},
                         {"fma_gflops_1t", cal.fma_gflops_1t}};
     j["layouts"] = nlohmann::json::array();
@@ -237,10 +273,10 @@ int run_plan(const PlanArgs& a) {
               a.model.c_str(), (long long)a.context_len, kv_bytes == 2 ? "bf16" : "f32",
               (long long)m.hosts, (long long)m.cores_per_host, m.link_gbps,
               m.memory_bytes_per_host / double(int64_t(1) << 30));
-  std::printf("%s per core: GEMM %.1f GFLOP/s, attention %.1f GFLOP/s, read %.1f GB/s; "
-              "within a host %.1f GB/s per rank\n\n",
+  std::printf("%s per core: GEMM %.1f GFLOP/s, attention %.1f GFLOP/s, read %.1f GB/s, "
+              "decode GEMV %.1f GB/s; within a host %.1f GB/s per rank\n\n",
               given ? "given" : "calibrated", m.gemm_gflops_per_core, m.attn_gflops_per_core,
-              m.read_gbps_per_core, m.local_gbps);
+              m.read_gbps_per_core, m.weight_read_gbps_per_core, m.local_gbps);
   std::printf("%-34s %8s %10s %10s %12s %12s %5s\n", "layout", "threads", "ttft_s", "itl_s",
               "kv/rank GiB", "comm/step MB", "fits");
   // The interleave changes only how evenly the KV spreads (at most one unit): a layout that
@@ -306,6 +342,10 @@ void register_plan(CLI::App& app, CommandAction* action) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--attention-gflops-per-core", a->attn_gflops,
                   "Override the calibrated attention rate")->check(CLI::PositiveNumber);
+  cmd->add_option("--weight-read-gbps-per-core", a->weight_read_gbps,
+                  "Override the calibrated decode GEMV rate over the weights (GB/s per core; "
+                  "default with every other rate given: the read bandwidth)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--read-gbps-per-core", a->read_gbps, "Override the calibrated read bandwidth")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--local-gbps", a->local_gbps,

@@ -129,10 +129,14 @@ LayoutEstimate estimate_layout(const ModelConfig& c, const LayoutChoice& l,
   e.fits = m.memory_bytes_per_host <= 0 || e.memory_bytes_per_host <= 0.9 * m.memory_bytes_per_host;
 
   // ---- Decode (one token after n cached).
-  const double read_bytes = double(linear_macs_per_token(c)) * wb / double(l.tp) +
-                            double(c.vocab_size) * double(H) * wb / double(l.tp * P) +
-                            e.kv_bytes_per_rank;
-  e.decode_read_s = read_bytes / (cores_per_rank * m.read_gbps_per_core * 1e9);
+  // Weights (the layers' TP shard and the LM head cut over every rank) at the decode GEMV's
+  // calibrated rate, the rank's KV at the streaming read rate.
+  const double weight_bytes = double(linear_macs_per_token(c)) * wb / double(l.tp) +
+                              double(c.vocab_size) * double(H) * wb / double(l.tp * P);
+  const double weight_gbps =
+      m.weight_read_gbps_per_core > 0 ? m.weight_read_gbps_per_core : m.read_gbps_per_core;
+  e.decode_read_s = weight_bytes / (cores_per_rank * weight_gbps * 1e9) +
+                    e.kv_bytes_per_rank / (cores_per_rank * m.read_gbps_per_core * 1e9);
   const TrafficVolume dv = decode_comm_bytes(c, cml);
   if (l.dcp > 1) {
     e.decode_comm_s += tp_link.time(at(dv, Traffic::QueryGather), L * (l.dcp - 1));

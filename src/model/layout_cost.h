@@ -34,6 +34,9 @@ struct MachineSpec {
   double gemm_gflops_per_core = 50;  // prefill linear layers
   double attn_gflops_per_core = 50;  // causal attention
   double read_gbps_per_core = 10;    // streaming reads with every core busy, GB/s
+  // The decode GEMV's rate over the weights, GB/s per core with every core busy (it does
+  // not reach the streaming read rate); 0: read_gbps_per_core.
+  double weight_read_gbps_per_core = 0;
   bool oversubscribe = false;        // allow more ranks than cores on a host
 };
 
