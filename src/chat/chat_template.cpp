@@ -176,6 +176,21 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
 }
 
 ChatTemplate ChatTemplate::from_file(const std::string& path, const std::string& model_dir) {
+  std::string bos, eos;
+  const fs::path cfg_path = fs::path(model_dir) / "tokenizer_config.json";
+  if (fs::is_regular_file(cfg_path)) {
+    const ojson cfg = parse_json_text<ojson>(read_file(cfg_path), cfg_path.string());
+    if (cfg.is_object()) {
+      bos = special_token(cfg, "bos_token", cfg_path.string());
+      eos = special_token(cfg, "eos_token", cfg_path.string());
+    }
+  }
+  return from_file_with_tokens(path, bos, eos);
+}
+
+ChatTemplate ChatTemplate::from_file_with_tokens(const std::string& path,
+                                                 const std::string& bos_token,
+                                                 const std::string& eos_token) {
   const bool inline_template = path.find_first_of("{}\n") != std::string::npos;
   const std::string origin =
       inline_template ? std::string("the --chat-template given inline") : "'" + path + "'";
@@ -186,17 +201,8 @@ ChatTemplate ChatTemplate::from_file(const std::string& path, const std::string&
     source = read_file(path);
   }
   CPI_CHECK(!source.empty(), "the chat template {} is empty", origin);
-  std::string bos, eos;
-  const fs::path cfg_path = fs::path(model_dir) / "tokenizer_config.json";
-  if (fs::is_regular_file(cfg_path)) {
-    const ojson cfg = parse_json_text<ojson>(read_file(cfg_path), cfg_path.string());
-    if (cfg.is_object()) {
-      bos = special_token(cfg, "bos_token", cfg_path.string());
-      eos = special_token(cfg, "eos_token", cfg_path.string());
-    }
-  }
   try {
-    return from_string(source, bos, eos);
+    return from_string(source, bos_token, eos_token);
   } catch (const Error& e) {
     fail("the chat template {} does not parse: {}", origin, e.what());
   }

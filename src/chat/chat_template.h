@@ -33,6 +33,9 @@ class ChatTemplate {
   // model_dir/tokenizer_config.json when it has them. Throws an Error naming the file when
   // it is missing, unreadable, empty, or not a template that parses.
   static ChatTemplate from_file(const std::string& path, const std::string& model_dir);
+  // The same with the bos / eos texts given (a GGUF model has no tokenizer_config.json).
+  static ChatTemplate from_file_with_tokens(const std::string& path, const std::string& bos_token,
+                                            const std::string& eos_token);
 
   // bos/eos empty: the variable is not defined for the template.
   static ChatTemplate from_string(const std::string& source, const std::string& bos_token = "",

@@ -51,6 +51,14 @@ Tokenizer load_model_tokenizer(const std::string& model) {
                                    fmt::format("'{}' (its tokenizer)", gguf));
 }
 
+ChatTemplate load_user_chat_template(const std::string& path, const std::string& model) {
+  if (const std::string gguf = find_gguf_model(model); !gguf.empty()) {
+    const GgufSpecialTokens t = gguf_special_token_texts(open_gguf(gguf).gguf);
+    return ChatTemplate::from_file_with_tokens(path, t.bos_token, t.eos_token);
+  }
+  return ChatTemplate::from_file(path, model);
+}
+
 std::unique_ptr<ChatTemplate> load_model_chat_template(const std::string& model) {
   if (const std::string gguf = find_gguf_model(model); !gguf.empty()) {
     const auto t = gguf_chat_template(open_gguf(gguf).gguf);

@@ -25,5 +25,8 @@ Tokenizer load_model_tokenizer(const std::string& model);
 // tokenizer.chat_template); null when the model has none. A broken one is an Error naming
 // the file.
 std::unique_ptr<ChatTemplate> load_model_chat_template(const std::string& model);
+// `--chat-template PATH` (a file, or the template inline) for `model`: bos_token / eos_token
+// from its tokenizer_config.json, or from the GGUF file's tokenizer metadata.
+ChatTemplate load_user_chat_template(const std::string& path, const std::string& model);
 
 }  // namespace cpinfer

@@ -155,7 +155,7 @@ int run_serve(ServeArgs a) {
   Tokenizer tok = load_model_tokenizer(a.model);
   std::unique_ptr<ChatTemplate> chat;
   if (!a.chat_template.empty())
-    chat = std::make_unique<ChatTemplate>(ChatTemplate::from_file(a.chat_template, a.model));
+    chat = std::make_unique<ChatTemplate>(load_user_chat_template(a.chat_template, a.model));
   else
     chat = load_model_chat_template(a.model);
   if (!chat)
@@ -325,7 +325,7 @@ void register_serve(CLI::App& app, CommandAction* action) {
                                const std::string& dir = a->model.empty() ? a->model_positional : a->model;
                                check_model_layout(dir, a->layout);
                                // A bad --chat-template is refused before any rank starts.
-                               if (!a->chat_template.empty()) ChatTemplate::from_file(a->chat_template, dir);
+                               if (!a->chat_template.empty()) load_user_chat_template(a->chat_template, dir);
                              });
     };
   });

@@ -116,11 +116,7 @@ std::string gguf_tokenizer_json(const GgufFile& g) {
   return tok.dump();
 }
 
-std::optional<GgufChatTemplate> gguf_chat_template(const GgufFile& g) {
-  const auto source = g.get_string_opt("tokenizer.chat_template");
-  if (!source) return std::nullopt;
-  GgufChatTemplate t;
-  t.source = *source;
+GgufSpecialTokens gguf_special_token_texts(const GgufFile& g) {
   const GgufValue* tokens = g.find("tokenizer.ggml.tokens");
   auto text = [&](const char* key) {
     const auto id = g.get_int_opt(key);
@@ -129,9 +125,14 @@ std::optional<GgufChatTemplate> gguf_chat_template(const GgufFile& g) {
       return std::string();
     return tokens->strs[size_t(*id)];
   };
-  t.bos_token = text("tokenizer.ggml.bos_token_id");
-  t.eos_token = text("tokenizer.ggml.eos_token_id");
-  return t;
+  return {text("tokenizer.ggml.bos_token_id"), text("tokenizer.ggml.eos_token_id")};
+}
+
+std::optional<GgufChatTemplate> gguf_chat_template(const GgufFile& g) {
+  const auto source = g.get_string_opt("tokenizer.chat_template");
+  if (!source) return std::nullopt;
+  const GgufSpecialTokens special = gguf_special_token_texts(g);
+  return GgufChatTemplate{*source, special.bos_token, special.eos_token};
 }
 
 GgufMetadata gguf_tokenizer_metadata(

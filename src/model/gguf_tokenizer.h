@@ -32,6 +32,11 @@ struct GgufChatTemplate {
   std::string source, bos_token, eos_token;
 };
 std::optional<GgufChatTemplate> gguf_chat_template(const GgufFile& g);
+// The texts of the bos / eos tokens ("" when absent), for a chat template given by the user.
+struct GgufSpecialTokens {
+  std::string bos_token, eos_token;
+};
+GgufSpecialTokens gguf_special_token_texts(const GgufFile& g);
 
 // The tokenizer.* metadata for a tokenizer.json (`source` names it in errors), the model's
 // config (vocab_size rows: ids without a token get "[PADn]", type unused; bos and eos ids)

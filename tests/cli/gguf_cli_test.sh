@@ -38,6 +38,31 @@ for preset in tiny llama-3.2-1b; do
   echo "ok $preset: ids $a"
 done
 
+# serve --chat-template with a GGUF model: bos_token / eos_token come from the file's
+# tokenizer metadata (tokenizer.ggml.bos_token_id / eos_token_id, as llama.cpp fills them),
+# where the safetensors form takes them from tokenizer_config.json. make-model writes the
+# config's bos id and the first of its eos ids there, so the prompt a chat request becomes
+# (/tokenize with messages) must be exactly [bos, text ids, eos[0]] of config.json.
+source "$SRC/scripts/lib/wait_for_server.sh"
+TEMPLATE='{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}{{ eos_token }}'
+chat_ids() {  # chat_ids MODEL NAME: the ids of the rendered chat prompt
+  "$CPINFER" serve --model "$1" --port 0 --chat-template "$TEMPLATE" >"$TMP/serve-$2.log" 2>&1 &
+  local pid=$!
+  wait_for_server "$pid" "$TMP/serve-$2.log" "$2" 120
+  curl -s "$URL/tokenize" -H 'Content-Type: application/json' \
+    -d '{"messages":[{"role":"user","content":"Paris"}]}' >"$TMP/tok-$2.json"
+  kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+  node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).tokens.join(","))' "$TMP/tok-$2.json"
+}
+gg_ids=$(chat_ids "$TMP/gg-llama-3.2-1b" gg-chat)
+plain=$("$CPINFER" tokenize --model "$TMP/gg-llama-3.2-1b" --text "Paris" |
+  node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).ids.join(","))')
+want=$(node -e 'const c=JSON.parse(require("fs").readFileSync(process.argv[1]));
+  const eos=[].concat(c.eos_token_id); console.log(`${c.bos_token_id},${process.argv[2]},${eos[0]}`)' \
+  "$TMP/st-llama-3.2-1b/config.json" "$plain")
+[[ "$gg_ids" == "$want" ]] || fail "--chat-template with GGUF: prompt ids $gg_ids, expected $want (bos, text, eos)"
+echo "ok --chat-template on GGUF: $gg_ids"
+
 if "$CPINFER" make-model --preset tiny --num-layers 1 --out "$TMP/q" --quantization int8 2>"$TMP/err"; then
   fail "--quantization int8 without --format gguf was accepted"
 fi
