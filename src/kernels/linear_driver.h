@@ -169,8 +169,8 @@ class SpreadPrefetch {
 //       tile: kSm x kSn dot products over all of K, in registers; every 16 W elements are
 //       widened once and used for all the tile's x rows.
 // The group's W rows (kSn * K elements: 7 KB for K = 896 in bf16) come from DRAM during the
-// first tile and from L1/L2 for the others. While the first tile runs, the kernel prefetches
-// the next group's rows, so the four row streams do not each wait on DRAM.
+// first tile and from L1/L2 for the others. While the tiles run, the kernel prefetches the
+// next group's rows, so the four row streams do not each wait on DRAM.
 // Example, M = 16, kSm = 6: tiles of x rows 0-4, 5-10, 11-15 (5, 6, 5 rows).
 //
 // Kern provides: kSm, kSn; template <DType DT, int MM> tile(x, ldx, rows[kSn], K, bias[kSn],
@@ -197,11 +197,17 @@ void skinny_task_t(const float* x, int64_t M, int64_t ldx, const WeightView& w,
     const int64_t next_rows = std::min<int64_t>(SN, n1 - (n + SN));
     const char* pf = next_rows > 0 ? base + (n + SN) * w.ld * esz : nullptr;
     const int64_t pf_bytes = next_rows > 0 ? ((next_rows - 1) * w.ld + K) * esz : 0;
+    // The next group's prefetch is spread over every tile of this group (tile t issues
+    // lines [t L / m_tiles, (t + 1) L / m_tiles) of its L lines), so the memory stream keeps
+    // going while the later tiles compute from L1. Example: 112 lines (4 rows of 896 bf16),
+    // 2 tiles: lines 0-55 during tile 0, 56-111 during tile 1.
+    const int64_t pf_lines = (pf_bytes + 63) / 64;
     for (int64_t t = 0; t < m_tiles; ++t) {
       const int64_t ma = split_point(M, m_tiles, t);
       const int mr = int(split_point(M, m_tiles, t + 1) - ma);
+      const int64_t l0 = split_point(pf_lines, m_tiles, t), l1 = split_point(pf_lines, m_tiles, t + 1);
       Kern::template tile_rows<DT>(mr, x + ma * ldx, ldx, rows, K, b, y + ma * ldy + n, ldy, nv,
-                                   t == 0 ? pf : nullptr, pf_bytes);
+                                   pf && l1 > l0 ? pf + 64 * l0 : nullptr, 64 * (l1 - l0));
     }
   }
 }
