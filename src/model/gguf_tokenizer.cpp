@@ -137,7 +137,7 @@ std::optional<GgufChatTemplate> gguf_chat_template(const GgufFile& g) {
 
 GgufMetadata gguf_tokenizer_metadata(
     const json& tok, const std::string& source, const ModelConfig& c,
-    const std::string& chat_template) {
+    const json& tokenizer_config) {
   CPI_CHECK(tok.is_object() && tok.contains("model") && tok["model"].is_object(), "{}: not a "
             "tokenizer.json (no model object)", source);
   const json& m = tok["model"];
@@ -187,9 +187,21 @@ GgufMetadata gguf_tokenizer_metadata(
   out.emplace_back("tokenizer.ggml.merges", std::move(merges));
   if (c.bos_token_id)
     out.emplace_back("tokenizer.ggml.bos_token_id", gguf_u32(*c.bos_token_id));
-  // eos ids: the first is the eos token, <|eom_id|> the eom token, any other the eot token.
-  for (size_t k = 0; k < c.eos_token_ids.size(); ++k) {
-    const int32_t id = c.eos_token_ids[k];
+  // eos ids: tokenizer_config's eos_token (a string or {"content": ...}) when it is one of
+  // them, else the first, is the eos token; <|eom_id|> the eom token; any other the eot token.
+  // Example, Llama 3.2: ids {128001, 128008, 128009}, eos_token "<|eot_id|>" (128009):
+  // eos 128009, eot 128001, eom 128008.
+  std::vector<int32_t> eos_ids = c.eos_token_ids;
+  const json eos_field = tokenizer_config.is_object() ? tokenizer_config.value("eos_token", json())
+                                                      : json();
+  const json eos_text = eos_field.is_object() ? eos_field.value("content", json()) : eos_field;
+  if (eos_text.is_string())
+    for (size_t k = 1; k < eos_ids.size(); ++k)
+      if (by_id.count(eos_ids[k]) && by_id[eos_ids[k]].first == eos_text.get<std::string>())
+        std::rotate(eos_ids.begin(), eos_ids.begin() + long(k), eos_ids.begin() + long(k) + 1),
+            k = eos_ids.size();
+  for (size_t k = 0; k < eos_ids.size(); ++k) {
+    const int32_t id = eos_ids[k];
     const bool eom = by_id.count(id) && by_id[id].first == "<|eom_id|>";
     const std::string key = k == 0 ? "tokenizer.ggml.eos_token_id"
                             : eom  ? "tokenizer.ggml.eom_token_id"
@@ -203,6 +215,9 @@ GgufMetadata gguf_tokenizer_metadata(
   const bool add_bos = tok.contains("post_processor") &&
                        tok["post_processor"].dump().find("TemplateProcessing") != std::string::npos;
   out.emplace_back("tokenizer.ggml.add_bos_token", gguf_bool(add_bos));
+  const std::string chat_template = tokenizer_config.is_object()
+                                        ? tokenizer_config.value("chat_template", std::string())
+                                        : std::string();
   if (!chat_template.empty()) out.emplace_back("tokenizer.chat_template", gguf_string(chat_template));
   return out;
 }

@@ -40,10 +40,13 @@ GgufSpecialTokens gguf_special_token_texts(const GgufFile& g);
 
 // The tokenizer.* metadata for a tokenizer.json (`source` names it in errors), the model's
 // config (vocab_size rows: ids without a token get "[PADn]", type unused; bos and eos ids)
-// and its chat template ("" = none). tokenizer.ggml.pre follows the Split regex: Qwen's ->
-// "qwen2", Llama 3's -> "llama-bpe"; any other is an Error.
+// and its tokenizer_config.json (an empty object = none): its chat_template, and its
+// eos_token, which becomes tokenizer.ggml.eos_token_id when it is one of the config's eos
+// ids, as llama.cpp's converter chooses (<|eot_id|> for Llama 3.2, not config.json's first
+// id <|end_of_text|>). tokenizer.ggml.pre follows the Split regex: Qwen's -> "qwen2",
+// Llama 3's -> "llama-bpe"; any other is an Error.
 GgufMetadata gguf_tokenizer_metadata(
     const nlohmann::json& tokenizer, const std::string& source, const ModelConfig& c,
-    const std::string& chat_template);
+    const nlohmann::json& tokenizer_config);
 
 }  // namespace cpinfer

@@ -67,12 +67,13 @@ GgufMetadata model_metadata(const ModelConfig& c, const SyntheticGgufOptions& o)
 
 void write_synthetic_gguf(const std::string& path, const ModelConfig& c,
                           const SyntheticGgufOptions& o, const nlohmann::json& tokenizer,
-                          const std::string& tokenizer_source, const std::string& chat_template) {
+                          const std::string& tokenizer_source,
+                          const nlohmann::json& tokenizer_config) {
   CPI_CHECK(c.model_type == "llama" || c.model_type == "qwen2" || c.model_type == "qwen3",
             "GGUF output supports llama, qwen2 and qwen3 models, not '{}'", c.model_type);
   CPI_CHECK(!c.mlp_bias, "GGUF output: MLP biases are not supported");
   GgufMetadata meta = model_metadata(c, o);
-  for (auto& kv : gguf_tokenizer_metadata(tokenizer, tokenizer_source, c, chat_template))
+  for (auto& kv : gguf_tokenizer_metadata(tokenizer, tokenizer_source, c, tokenizer_config))
     meta.push_back(std::move(kv));
 
   const bool llama = c.arch == Architecture::Llama;

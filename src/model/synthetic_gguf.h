@@ -23,9 +23,11 @@ struct SyntheticGgufOptions {
 // Writes PATH. Every value equals the safetensors form's (same seed): 1-D tensors are F32
 // holding the dtype's values, matrices are in the dtype, or Q8_0 quantized from its values
 // exactly as --quantization int8 quantizes them at load. tokenizer: the tokenizer.json
-// (`tokenizer_source` names it); chat_template: "" for none.
+// (`tokenizer_source` names it); tokenizer_config: the tokenizer_config.json of the
+// safetensors form (chat template, eos token; an empty object for none).
 void write_synthetic_gguf(const std::string& path, const ModelConfig& c,
                           const SyntheticGgufOptions& opts, const nlohmann::json& tokenizer,
-                          const std::string& tokenizer_source, const std::string& chat_template);
+                          const std::string& tokenizer_source,
+                          const nlohmann::json& tokenizer_config);
 
 }  // namespace cpinfer

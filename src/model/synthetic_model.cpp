@@ -328,9 +328,8 @@ void make_model(const MakeModelOptions& opts) {
     g.seed = opts.seed;
     g.threads = threads;
     g.name = opts.preset.empty() ? "synthetic" : opts.preset;
-    const json template_config = make_tokenizer_config(c, tok);
     write_synthetic_gguf((dir / "model.gguf").string(), c, g, tok, tok_path,
-                         template_config.value("chat_template", ""));
+                         make_tokenizer_config(c, tok));
     // A config.json would make the directory a Hugging Face model again.
     remove_stale_shards(dir);
     for (const char* f : {"config.json", "generation_config.json", "tokenizer.json",

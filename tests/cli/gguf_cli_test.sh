@@ -41,8 +41,10 @@ done
 # serve --chat-template with a GGUF model: bos_token / eos_token come from the file's
 # tokenizer metadata (tokenizer.ggml.bos_token_id / eos_token_id, as llama.cpp fills them),
 # where the safetensors form takes them from tokenizer_config.json. make-model writes the
-# config's bos id and the first of its eos ids there, so the prompt a chat request becomes
-# (/tokenize with messages) must be exactly [bos, text ids, eos[0]] of config.json.
+# config's bos id and, as llama.cpp's converter does, tokenizer_config.json's eos_token
+# (<|eot_id|> for Llama 3.2, not config.json's first eos id <|end_of_text|>), so the prompt a
+# chat request becomes (/tokenize with messages) must be [bos, text ids, that eos] in both
+# forms.
 source "$SRC/scripts/lib/wait_for_server.sh"
 TEMPLATE='{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}{{ eos_token }}'
 chat_ids() {  # chat_ids MODEL NAME: the ids of the rendered chat prompt
@@ -55,12 +57,17 @@ chat_ids() {  # chat_ids MODEL NAME: the ids of the rendered chat prompt
   node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).tokens.join(","))' "$TMP/tok-$2.json"
 }
 gg_ids=$(chat_ids "$TMP/gg-llama-3.2-1b" gg-chat)
+st_ids=$(chat_ids "$TMP/st-llama-3.2-1b" st-chat)
 plain=$("$CPINFER" tokenize --model "$TMP/gg-llama-3.2-1b" --text "Paris" |
   node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).ids.join(","))')
-want=$(node -e 'const c=JSON.parse(require("fs").readFileSync(process.argv[1]));
-  const eos=[].concat(c.eos_token_id); console.log(`${c.bos_token_id},${process.argv[2]},${eos[0]}`)' \
-  "$TMP/st-llama-3.2-1b/config.json" "$plain")
+want=$(node -e 'const fs=require("fs"), d=process.argv[1];
+  const c=JSON.parse(fs.readFileSync(d+"/config.json")), tc=JSON.parse(fs.readFileSync(d+"/tokenizer_config.json"));
+  const eos_text=typeof tc.eos_token==="string" ? tc.eos_token : tc.eos_token.content;
+  const eos=JSON.parse(fs.readFileSync(d+"/tokenizer.json")).added_tokens.find(t => t.content===eos_text).id;
+  console.log(`${c.bos_token_id},${process.argv[2]},${eos}`)' "$TMP/st-llama-3.2-1b" "$plain")
+[[ "$want" == *,128009 ]] || fail "expected Llama 3.2's eos_token <|eot_id|> (128009), got $want"
 [[ "$gg_ids" == "$want" ]] || fail "--chat-template with GGUF: prompt ids $gg_ids, expected $want (bos, text, eos)"
+[[ "$st_ids" == "$want" ]] || fail "--chat-template with safetensors: prompt ids $st_ids, expected $want"
 echo "ok --chat-template on GGUF: $gg_ids"
 
 if "$CPINFER" make-model --preset tiny --num-layers 1 --out "$TMP/q" --quantization int8 2>"$TMP/err"; then
