@@ -24,7 +24,9 @@ echo "[sanitizers] ASan+UBSan: ${#targets[@]} unit-test executables (excluded: $
   "tests excluded: ${ASAN_CTEST_EXCLUDE:-none})"
 cmake -S . -B "$ASAN_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCPINFER_SANITIZER=address >/dev/null
+build_start=$SECONDS
 cmake --build "$ASAN_BUILD_DIR" -j"$(nproc)" --target "${targets[@]}"
+echo "[sanitizers] ASan+UBSan: built in $((SECONDS - build_start)) s"
 
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

@@ -20,7 +20,9 @@ targets=(core_test engine_test api_server_test comm_worker_test)
 echo "[sanitizers] TSan: ${targets[*]} (tests: $TSAN_CTEST)"
 cmake -S . -B "$TSAN_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCPINFER_SANITIZER=thread >/dev/null
+build_start=$SECONDS
 cmake --build "$TSAN_BUILD_DIR" -j"$(nproc)" --target "${targets[@]}"
+echo "[sanitizers] TSan: built in $((SECONDS - build_start)) s"
 
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/sanitizers/tsan.supp"
 cd "$TSAN_BUILD_DIR"
