@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Context-parallel equivalence (docs/context-parallel.md §9): every layout answers as
 # one rank does: identical greedy tokens for 64 steps and logits within 1e-3, for prompt
-# lengths 1, 2P-1, 2P, 2P+1, 777 and 3000, on `tiny` (16 q / 2 kv heads, 2 layers, f32).
+# lengths 1, 2P-1, 2P, 2P+1, 777 and 3000, on `tiny` (16 q / 2 kv heads, 2 layers, bf16
+# weights, f32 KV cache).
 # The reference layouts (tp, pcp, dcp, interleave), plus tensor parallelism alone and an
 # odd PCP size. One launch per layout runs all its prompt lengths (and one the single-rank
 # baselines): tests/cli/lib/cp_runs.sh.

