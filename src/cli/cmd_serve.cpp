@@ -295,6 +295,10 @@ void register_serve(CLI::App& app, CommandAction* action) {
   cmd->add_option("--max-request-body-bytes", a->server.max_body_bytes,
                   "Larger request bodies are refused with 413")
       ->capture_default_str();
+  cmd->add_option("--http-keep-alive-timeout", a->server.http_keep_alive_timeout_s,
+                  "Seconds an idle keep-alive connection stays open (longer than clients keep "
+                  "theirs, so none reuses a connection being closed)")
+      ->capture_default_str()->check(CLI::Range(1, 3600));
   cmd->add_option("--watchdog-address", a->watchdog.address,
                   "Multi-rank jobs: rank 0's address (IPv4 or interface name) for the private "
                   "rank-liveness channel (default: loopback on one host, else the MPI TCP "

@@ -175,6 +175,7 @@ ApiServer::ApiServer(Engine& engine, const Tokenizer& tok, const ChatTemplate* c
   svr_->set_payload_max_length(opts.max_body_bytes);
   svr_->set_read_timeout(60, 0);
   svr_->set_write_timeout(60, 0);
+  svr_->set_keep_alive_timeout(opts.http_keep_alive_timeout_s);
   routes();
 }
 

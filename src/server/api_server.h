@@ -29,6 +29,12 @@ struct ServerOptions {
   size_t max_body_bytes = 16u << 20;  // larger bodies get 413
   int http_threads = 64;              // requests served at once (streams hold one each)
   double keepalive_s = 2.0;           // idle gap before a keep-alive write (detects gone clients)
+  // An idle HTTP keep-alive connection is closed after this many seconds (serve
+  // --http-keep-alive-timeout). Longer than the clients' own idle limits (Node's fetch: the
+  // server's hint minus 1 s, 4 s by default; httpx: 5 s), so a client does not send on a
+  // connection the server is closing (the request would fail with a reset) unless its
+  // event loop stalls past this. An idle connection holds one of the http_threads.
+  int http_keep_alive_timeout_s = 15;
   // Sampling values of the fields a request omits (serve --generation-config).
   SamplingParams sampling_defaults = openai_sampling_defaults();
   // serve --enable-auto-tool-choice --tool-call-parser NAME: chat requests with tools and

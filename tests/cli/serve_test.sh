@@ -225,6 +225,13 @@ cmp "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" ||
 grep -q "generation-config auto.*temperature 0.7, top_p 0.8, top_k 20, min_p 0, repetition_penalty 1.1" "$TMP/one-rank.log" ||
   fail "auto: no log line with the file's defaults"
 start_server gen-vllm --generation-config vllm
+# Keep-alive: an idle connection stays open 15 s (Keep-Alive: timeout=15), so a Node client
+# whose event loop stalled for 6 s still sends its next request on its pooled connection
+# successfully (with 5 s, httplib's default, it failed: UND_ERR_SOCKET).
+node "$SRC/tests/server/keep_alive_reuse.mjs" "$URL" "$KEY" tiny 6000 >"$TMP/keep_alive.json" ||
+  fail "a request on a connection idle for 6 s failed: $(cat "$TMP/keep_alive.json")"
+grep -q '"keep_alive":"timeout=15, max=' "$TMP/keep_alive.json" ||
+  fail "Keep-Alive header: $(cat "$TMP/keep_alive.json")"
 grep -q "generation-config vllm.*temperature 1, top_p 1, top_k 0, min_p 0, repetition_penalty 1$" "$LOG" ||
   fail "vllm: no log line with OpenAI's defaults"
 sampled() {  # sampled EXTRA_JSON_FIELDS: the text of a seeded completion
@@ -249,7 +256,9 @@ wait "$SERVER_PID" || true
 # --chat-template FILE replaces the model's template (what /tokenize renders shows it); a
 # missing or unparsable file stops the server at start-up with a message naming it.
 printf '%s' '{% for m in messages %}<<{{ m.role }}|{{ m.content }}>>{% endfor %}{% if add_generation_prompt %}<<assistant|{% endif %}' >"$TMP/custom.jinja"
-start_server custom-template --chat-template "$TMP/custom.jinja"
+start_server custom-template --chat-template "$TMP/custom.jinja" --http-keep-alive-timeout 7
+curl -s -D - -o /dev/null "$URL/health" | grep -qi '^Keep-Alive: timeout=7,' ||
+  fail "--http-keep-alive-timeout 7: $(curl -s -D - -o /dev/null "$URL/health")"
 got=$(status "$TMP/ct.json" POST /tokenize -d '{"messages": [{"role": "user", "content": "hello"}]}')
 [[ "$got" == 200 ]] || fail "/tokenize with --chat-template: HTTP $got"
 ids=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).tokens.join(","))' "$TMP/ct.json")
