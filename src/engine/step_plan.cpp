@@ -9,8 +9,11 @@ namespace cpinfer {
 namespace {
 template <typename T>
 void put(std::vector<uint8_t>& out, const T* p, size_t n) {
-  const auto* b = reinterpret_cast<const uint8_t*>(p);
-  out.insert(out.end(), b, b + n * sizeof(T));
+  // resize + memcpy, not insert(end, b, e): GCC 12 warns falsely (-Wstringop-overflow) on
+  // the inlined insert of a 4-byte range.
+  const size_t at = out.size(), bytes = n * sizeof(T);
+  out.resize(at + bytes);
+  if (bytes > 0) std::memcpy(out.data() + at, p, bytes);
 }
 template <typename T>
 void get(const std::vector<uint8_t>& in, size_t& pos, T* p, size_t n) {
