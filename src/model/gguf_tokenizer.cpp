@@ -195,11 +195,12 @@ GgufMetadata gguf_tokenizer_metadata(
   const json eos_field = tokenizer_config.is_object() ? tokenizer_config.value("eos_token", json())
                                                       : json();
   const json eos_text = eos_field.is_object() ? eos_field.value("content", json()) : eos_field;
-  if (eos_text.is_string())
-    for (size_t k = 1; k < eos_ids.size(); ++k)
-      if (by_id.count(eos_ids[k]) && by_id[eos_ids[k]].first == eos_text.get<std::string>())
-        std::rotate(eos_ids.begin(), eos_ids.begin() + long(k), eos_ids.begin() + long(k) + 1),
-            k = eos_ids.size();
+  if (eos_text.is_string() && !eos_ids.empty()) {
+    const auto named = std::find_if(eos_ids.begin(), eos_ids.end(), [&](int32_t id) {
+      return by_id.count(id) && by_id[id].first == eos_text.get<std::string>();
+    });
+    if (named != eos_ids.end()) std::rotate(eos_ids.begin(), named, named + 1);  // to the front
+  }
   for (size_t k = 0; k < eos_ids.size(); ++k) {
     const int32_t id = eos_ids[k];
     const bool eom = by_id.count(id) && by_id[id].first == "<|eom_id|>";

@@ -6,6 +6,8 @@
 # refused before any rank starts; bench latency reports the quantization and Q8_0's bytes.
 set -euo pipefail
 CPINFER=${1:?usage: quantization_test.sh path/to/cpinfer}
+# An f32 model (quantized from f32 values; the byte ratio below counts 4-byte weights).
+CP_TEST_DTYPE=f32
 source "$(dirname "$0")/lib/cp_runs.sh"
 STEPS=16
 LENS="7 300"
