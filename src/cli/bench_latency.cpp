@@ -18,7 +18,8 @@
 //                 share, the largest: up to one interleave unit over L / W)
 //   kv_bytes_without_cp  the same rank's figure with W = 1 (same TP), for the ratio
 //   mfu           prefill: model FLOPs (linear layers, causal attention, LM head of the last
-//                 token; model_cost.h) / (ttft_s x the fp32 FMA peak of the cores used);
+//                 token; model_cost.h) / (ttft_s x the peak of the cores used on mfu_unit,
+//                 the unit the linear layers ran on: bf16_dot or fp32_fma);
 //                 cores used = min(ranks x threads per rank, CPUs), the per-core peak is
 //                 measured by this binary after the timed runs (as `bench peak`)
 //   phases        with --profile: per phase of the forward pass, rank 0's mean ms per
@@ -51,7 +52,9 @@
 #include "dist/launcher.h"
 #include "engine/step_executor.h"
 #include "core/phase_profile.h"
+#include "kernels/linear.h"
 #include "kernels/peak.h"
+#include "kernels/peak_units.h"
 #include "kernels/sampling.h"
 #include "model/comm_volume.h"
 #include "model/model_cost.h"
@@ -305,10 +308,23 @@ int run_latency(const LatencyArgs& a) {
   j["peak_read_gbps_min"] = *std::min_element(read_gbps.begin(), read_gbps.end());
   j["peak_read_gbps_max"] = *std::max_element(read_gbps.begin(), read_gbps.end());
   j["cores_used"] = cores;
-  j["mfu"] = flops / (median(ttft) * peak.fma_gflops_1t * 1e9 * double(cores));
-  // The unit whose peak mfu divides by: every linear kernel (f32, bf16, f16 and Q8_0
-  // weights alike) widens to f32 and multiplies with fp32 FMA (bench peak lists the units).
-  j["mfu_unit"] = "fp32_fma";
+  // The unit whose peak mfu divides by: the one the prefill's linear layers (most of its
+  // FLOPs) run on. bf16 dot products where the weights are bf16 and linear() takes its
+  // bf16-dot GEMM (kernels/linear.h: Auto on CPUs where that unit is the faster one); fp32
+  // FMA otherwise (every other kernel widens to f32). `bench peak` lists all units.
+  std::string unit = "fp32_fma";
+  double unit_peak = peak.fma_gflops_1t;
+  if (ro.quantization == WeightQuantization::None && config.torch_dtype == "bfloat16" &&
+      linear_uses_bf16_dot(DType::BF16)) {
+    for (const UnitPeak& u : measure_unit_peaks(po.seconds, po.repeats))
+      if (u.name == "bf16_dot" && u.measured) {
+        unit = u.name;
+        unit_peak = u.gops_1t;
+      }
+  }
+  j["peak_unit_gflops_per_core"] = unit_peak;
+  j["mfu"] = flops / (median(ttft) * unit_peak * 1e9 * double(cores));
+  j["mfu_unit"] = unit;
   j["mbu"] = itl.empty() ? 0.0 : bytes / (median(itl) * median(read_gbps) * 1e9);
   j["peak_rss_bytes"] = peak_rss_bytes();  // rank 0's
   j["rss_bytes"] = current_rss_bytes();     // rank 0's, after the timed requests
@@ -359,6 +375,7 @@ void register_bench_latency(CLI::App& bench, CommandAction* action) {
                   "KV-cache storage: f32, bf16 or auto (the model's dtype, as serve)")
       ->capture_default_str();
   add_quantization_flag(cmd, &a->quantization);
+  add_bf16_math_flag(cmd);
   cmd->add_flag("--json", a->json, "One JSON line");
   cmd->add_option("--overlap-comm", a->overlap_comm,
                   "Under PCP, run the K/V gather beside the attention over each rank's own "

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "model/gguf.h"
 
@@ -43,6 +44,21 @@ void add_quantization_flag(CLI::App* cmd, std::string* value) {
                   "embedding)")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "int8"}));
+}
+
+void add_bf16_math_flag(CLI::App* cmd) {
+  cmd->add_option_function<std::string>(
+         "--bf16-math",
+         [](const std::string& v) {
+           set_bf16_math(v == "dot" ? Bf16Math::Dot : v == "exact" ? Bf16Math::F32 : Bf16Math::Auto);
+         },
+         "How bf16 data is multiplied where a kernel can choose (prefill GEMMs over bf16 "
+         "weights, decode attention over a bf16 KV cache): dot (bf16 dot products, "
+         "AVX512_BF16; activations rounded to bf16), exact (f32 arithmetic on the stored "
+         "values) or auto (dot on CPUs whose bf16 dot unit is the faster one: AMD Zen 4 and "
+         "later; exact elsewhere)")
+      ->default_str("auto")
+      ->check(CLI::IsMember({"auto", "dot", "exact"}));
 }
 
 }  // namespace cpinfer

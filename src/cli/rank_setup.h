@@ -34,4 +34,8 @@ DType resolve_kv_dtype(const std::string& flag, const std::string& model_dtype);
 // before any rank starts).
 void add_quantization_flag(CLI::App* cmd, std::string* value);
 
+// --bf16-math auto|dot|exact on a model command: sets the process-wide choice
+// (set_bf16_math, core/cpu_features.h) while the command line is parsed, on every rank.
+void add_bf16_math_flag(CLI::App* cmd);
+
 }  // namespace cpinfer

@@ -19,7 +19,7 @@ uint64_t xgetbv0() {
 }
 
 struct Features {
-  bool avx2 = false, fma = false, f16c = false, avx512 = false;
+  bool avx2 = false, fma = false, f16c = false, avx512 = false, avx512_bf16 = false;
   Features() {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
@@ -35,6 +35,8 @@ struct Features {
     avx2 = ymm_os && (b & bit_AVX2) && fma && f16c;
     bool f = b & bit_AVX512F, bw = b & bit_AVX512BW, vl = b & bit_AVX512VL, dq = b & bit_AVX512DQ;
     avx512 = avx2 && zmm_os && f && bw && vl && dq;
+    // AVX512_BF16: leaf 7, sub-leaf 1, EAX bit 5.
+    if (avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) avx512_bf16 = a & (1u << 5);
   }
 };
 
@@ -97,6 +99,24 @@ Isa active_isa() { return Isa(active().load(std::memory_order_relaxed)); }
 void set_active_isa(Isa isa) {
   CPI_CHECK(isa_supported(isa), "ISA {} is not supported by this CPU", isa_name(isa));
   active().store(int(isa));
+}
+
+bool bf16_dot_supported() { return features().avx512_bf16; }
+
+namespace {
+std::atomic<int> g_bf16_math{int(Bf16Math::Auto)};
+}  // namespace
+
+void set_bf16_math(Bf16Math m) { g_bf16_math.store(int(m)); }
+Bf16Math bf16_math() { return Bf16Math(g_bf16_math.load(std::memory_order_relaxed)); }
+bool bf16_dot_chosen() {
+  const Bf16Math m = bf16_math();
+  return m == Bf16Math::Dot || (m == Bf16Math::Auto && bf16_dot_preferred());
+}
+
+bool bf16_dot_preferred() {
+  static const bool preferred = bf16_dot_supported() && __builtin_cpu_is("amd");
+  return preferred;
 }
 
 }  // namespace cpinfer

@@ -1,6 +1,7 @@
 // Which SIMD instruction sets this CPU (and OS) supports, and which kernel variant
 // to run. CPINFER_ISA=avx512|avx2|generic forces one (it must be supported).
 #pragma once
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -13,5 +14,28 @@ bool isa_supported(Isa isa);           // by CPUID + XGETBV
 std::vector<Isa> supported_isas();     // every ISA the machine can run, best last
 Isa active_isa();                      // the one chosen at start-up (env override honoured)
 void set_active_isa(Isa isa);          // for tests that sweep ISAs; throws if unsupported
+
+// How bf16 data meets bf16 data in the kernels that can choose (the attention decode over a
+// bf16 cache, the GEMM over bf16 weights). Dot: bf16 dot products (vdpbf16ps, AVX512_BF16),
+// the f32 operand rounded to bf16 (activations, queries, probabilities) and f32 sums. F32:
+// the bf16 values widened and f32 FMAs, exact on the stored values. Auto: Dot where
+// bf16_dot_preferred(), F32 elsewhere.
+enum class Bf16Math : uint8_t { Auto, Dot, F32 };
+
+// Whether this CPU has AVX512_BF16 (and the OS keeps zmm state).
+bool bf16_dot_supported();
+// Whether this CPU's bf16 dot unit outruns its f32 FMAs, so that Bf16Math::Auto picks Dot:
+// AVX512_BF16 on an AMD CPU (Zen 4 and later run vdpbf16ps at twice the f32 FMA rate). Intel
+// cores run it at about half their f32 FMA rate (two 512-bit FMA ports, vdpbf16ps on one;
+// `cpinfer bench peak` measures both), where the f32 kernels are the faster ones. A fixed
+// rule, not a timing, so every rank of a job computes the same numbers.
+bool bf16_dot_preferred();
+// The process-wide choice the kernels' Auto follows (`--bf16-math` on the command line):
+// Dot or F32 force it, Auto (the default) leaves it to bf16_dot_preferred().
+void set_bf16_math(Bf16Math m);
+Bf16Math bf16_math();
+// Whether Auto resolves to Dot now: bf16_math() is Dot, or Auto and bf16_dot_preferred().
+// (A kernel still runs its f32 path where the CPU lacks AVX512_BF16.)
+bool bf16_dot_chosen();
 
 }  // namespace cpinfer

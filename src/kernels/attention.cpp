@@ -56,12 +56,6 @@ int64_t visible_kv_end(bool causal, int64_t r1, int64_t q_len, int64_t kv_len) {
 
 }  // namespace
 
-bool bf16_dot_preferred() {
-  static const bool preferred =
-      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_is("amd");
-  return preferred;
-}
-
 AttentionProblem paged_problem(const AttentionBatch& b, int64_t num_q_heads, const PagedKv& kv,
                                int num_threads) {
   AttentionProblem p;
@@ -127,7 +121,7 @@ void plan_attention(const AttentionProblem& p, AttentionPlan* out) {
   plan.head_dim = D;
   plan.causal = p.causal;
   plan.bf16_dot = p.bf16_math == Bf16Math::Dot ||
-                  (p.bf16_math == Bf16Math::Auto && bf16_dot_preferred());
+                  (p.bf16_math == Bf16Math::Auto && bf16_dot_chosen());
   plan.num_threads = p.num_threads;
   plan.q_indptr.assign(p.q_indptr, p.q_indptr + (S + 1));
   if (S == 0) plan.q_indptr = {0};

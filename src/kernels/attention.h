@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "attention/kv_cache.h"
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 
 namespace cpinfer {
@@ -53,7 +54,6 @@ struct RaggedKv {
 };
 
 enum class KvSource : uint8_t { Paged, Ragged };
-enum class Bf16Math : uint8_t { Auto, Dot, F32 };
 
 // What plan_attention sees. Pointers are read during the call only (the plan copies them).
 struct AttentionProblem {
@@ -75,17 +75,10 @@ struct AttentionProblem {
   // bf16 cache only: the arithmetic of decode-shaped tasks (<= 8 lanes, head_dim a multiple
   // of 32) on AVX512_BF16 CPUs. Dot: bf16 dot products (vdpbf16ps), Q and P rounded to bf16
   // like K and V already are; the error stays of the order of the cache's own rounding
-  // (attention_test states the bound). F32: f32 arithmetic on the widened K/V. Auto: Dot
-  // where bf16_dot_preferred(), F32 elsewhere.
+  // (attention_test states the bound). F32: f32 arithmetic on the widened K/V. Auto: the
+  // process-wide choice (bf16_dot_chosen(), core/cpu_features.h).
   Bf16Math bf16_math = Bf16Math::Auto;
 };
-
-// Whether this CPU's bf16 dot unit outruns its f32 FMAs, so that Bf16Math::Auto picks Dot:
-// AVX512_BF16 on an AMD CPU (Zen 4 and later run vdpbf16ps at twice the f32 FMA rate). Intel
-// cores run it at about half their f32 FMA rate (two 512-bit FMA ports, vdpbf16ps on one;
-// `cpinfer bench peak` measures both), where the f32 decode kernel is the faster one. A fixed
-// rule, not a timing, so every rank of a job computes the same numbers.
-bool bf16_dot_preferred();
 
 // Paged problem from an AttentionBatch (the shape the engine builds once per step).
 AttentionProblem paged_problem(const AttentionBatch& batch, int64_t num_q_heads,

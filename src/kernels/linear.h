@@ -1,10 +1,13 @@
 // Linear layers: y[M, N] = x[M, K] · W[N, K]^T (+ bias[N]).
 // W is the Hugging Face nn.Linear weight, row-major [out_features=N, in_features=K],
 // kept in the file's dtype (f32, bf16 or f16), or quantized to Q8_0 at load
-// (kernels/quantize.h), and widened to f32 in registers: x and y stay f32.
+// (kernels/quantize.h), and widened to f32 in registers: x and y stay f32. One exception:
+// the prefill GEMM over bf16 weights may use bf16 dot products with x rounded to bf16
+// (set_linear_bf16_math below).
 #pragma once
 #include <cstdint>
 
+#include "core/cpu_features.h"
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 
@@ -25,6 +28,16 @@ struct WeightView {
 // (prefill). Throws Error on a bad dtype or shape (ld < cols, ldx < K, ldy < N, ...).
 void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
             float* y, int64_t ldy, ThreadPool& pool);
+
+// The prefill GEMM (M beyond the decode kernels' range) over bf16 weights follows the
+// process-wide bf16 math (core/cpu_features.h): Dot rounds x to bf16 and uses vdpbf16ps
+// (AVX512_BF16 with the AVX-512 kernels active; elsewhere the f32 GEMM runs), F32 widens
+// the weights and uses f32 FMAs (exact on the stored weights), Auto (the default) is Dot
+// where bf16_dot_preferred(). Decode-sized M always runs the f32 kernels. Example: on
+// Zen 4, a 2048-token prefill of a bf16 model runs its linear layers as bf16 dot products.
+// Whether a prefill-sized GEMM over weights of `dt` runs on bf16 dot products now (the
+// setting above, the active ISA and the CPU): what `bench latency` names as its mfu unit.
+bool linear_uses_bf16_dot(DType dt);
 
 // Row gather for embeddings: out[i, :] = table[ids[i], :] widened to f32.
 // table: [rows, cols]; ids: [n]; out: [n, cols] contiguous. ids must be in [0, rows)

@@ -39,7 +39,7 @@ void run_units(const linear_impl::Kernels& k, linear_impl::Path path, const floa
     const int64_t a = std::max(u0, first) - first, b = std::min(u1, first + count) - first;
     if (a < b) {
       const int64_t n0 = a * B, n1 = std::min(p.w.rows, b * B);
-      if (path == linear_impl::Path::Gemm) k.gemm(x, ldx, p.w, p.bias, p.y, p.ldy, 0, M, n0, n1);
+      if (linear_impl::is_gemm(path)) k.gemm(x, ldx, p.w, p.bias, p.y, p.ldy, 0, M, n0, n1);
       else linear_impl::rows_kernel(k, path)(x, M, ldx, p.w, p.bias, p.y, p.ldy, n0, n1);
       if (rope && p.rope) {
         const elementwise_impl::Kernels& ek = elementwise_impl::active_kernels();
@@ -96,9 +96,12 @@ void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const Linear
     CPI_CHECK(M == 0 || (rope->cos && rope->sin), "linear_fused: RoPE tables are null");
   }
   if (M == 0) return;
-  const linear_impl::Kernels& k = linear_impl::active_kernels();
-  const linear_impl::Path path = linear_impl::choose_path(k, M, parts[0].w.cols, path_dtype(parts));
-  const bool gemv = path != linear_impl::Path::Gemm;
+  const linear_impl::Path path = linear_impl::choose_path(linear_impl::active_kernels(), M,
+                                                          parts[0].w.cols, path_dtype(parts));
+  const linear_impl::Kernels& k =
+      linear_impl::kernels_for_path(linear_impl::active_kernels(), path);
+  const bool gemv = !linear_impl::is_gemm(path);
+  x = linear_impl::rows_for_path(x, M, ldx, parts[0].w.cols, path_dtype(parts), path);
   // With RoPE, units are whole heads: the smallest multiple of the kernel's unit and of
   // head_dim (e.g. 32-row GEMM strips, head_dim 64: units of 64 rows = 2 strips).
   const int64_t B = rope ? std::lcm(unit_rows(gemv, k), rope->head_dim) : unit_rows(gemv, k);
@@ -123,10 +126,13 @@ void linear_gate_up_silu(const float* x, int64_t M, int64_t ldx, const WeightVie
   CPI_CHECK(up.rows == F, "linear_gate_up_silu: gate has {} rows, up {}", F, up.rows);
   CPI_CHECK(act != nullptr || M == 0, "linear_gate_up_silu: act is null");
   if (M == 0) return;
-  const linear_impl::Kernels& k = linear_impl::active_kernels();
   const elementwise_impl::Kernels& ek = elementwise_impl::active_kernels();
-  const linear_impl::Path path = linear_impl::choose_path(k, M, gate.cols, path_dtype(parts));
-  const bool gemv = path != linear_impl::Path::Gemm;
+  const linear_impl::Path path =
+      linear_impl::choose_path(linear_impl::active_kernels(), M, gate.cols, path_dtype(parts));
+  const linear_impl::Kernels& k =
+      linear_impl::kernels_for_path(linear_impl::active_kernels(), path);
+  const bool gemv = !linear_impl::is_gemm(path);
+  x = linear_impl::rows_for_path(x, M, ldx, gate.cols, path_dtype(parts), path);
   const int64_t B = unit_rows(gemv, k);
   // A task owns a block of columns [c0, c1) of F: it computes gate and up rows c0..c1
   // (gu[:, c0:c1] and gu[:, F + c0 : F + c1]), then act[:, c0:c1] = silu(gate) * up.
@@ -142,13 +148,25 @@ void linear_gate_up_silu(const float* x, int64_t M, int64_t ldx, const WeightVie
       const linear_impl::GemvFn rows = linear_impl::rows_kernel(k, path);
       rows(x, M, ldx, gate, nullptr, gu, 2 * F, c0, c1);
       rows(x, M, ldx, up, nullptr, gu + F, 2 * F, c0, c1);
+      for (int64_t m = 0; m < M; ++m)
+        ek.silu_mul(gu + m * 2 * F + c0, gu + m * 2 * F + F + c0, c1 - c0, act + m * F + c0);
+    } else if (k.gate_up_silu) {
+      k.gate_up_silu(x, ldx, gate, up, gu, act, M, c0, c1);
     } else {
-      k.gemm(x, ldx, gate, nullptr, gu, 2 * F, 0, M, c0, c1);
-      k.gemm(x, ldx, up, nullptr, gu + F, 2 * F, 0, M, c0, c1);
+      linear_impl::gate_up_silu_unfused(k, x, ldx, gate, up, gu, act, M, c0, c1);
     }
-    for (int64_t m = 0; m < M; ++m)
-      ek.silu_mul(gu + m * 2 * F + c0, gu + m * 2 * F + F + c0, c1 - c0, act + m * F + c0);
   });
+}
+
+void linear_impl::gate_up_silu_unfused(const Kernels& k, const float* x, int64_t ldx,
+                                       const WeightView& gate, const WeightView& up, float* gu,
+                                       float* act, int64_t M, int64_t c0, int64_t c1) {
+  const int64_t F = gate.rows;
+  k.gemm(x, ldx, gate, nullptr, gu, 2 * F, 0, M, c0, c1);
+  k.gemm(x, ldx, up, nullptr, gu + F, 2 * F, 0, M, c0, c1);
+  const elementwise_impl::Kernels& ek = elementwise_impl::active_kernels();
+  for (int64_t m = 0; m < M; ++m)
+    ek.silu_mul(gu + m * 2 * F + c0, gu + m * 2 * F + F + c0, c1 - c0, act + m * F + c0);
 }
 
 }  // namespace cpinfer

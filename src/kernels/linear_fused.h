@@ -42,8 +42,10 @@ void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const Linear
                   ThreadPool& pool, const RotaryEpilogue* rope = nullptr);
 
 // gate, up: [F, K]. gu: [M, 2F] scratch (gate columns, then up columns, per row, as
-// silu_mul's input); act[M, F] = silu(x · gate^T) * (x · up^T). Each task computes a block
-// of columns of both and then their product.
+// silu_mul's input; its contents afterwards are unspecified: the fused bf16-dot kernel
+// keeps the last K block in registers); act[M, F] = silu(x · gate^T) * (x · up^T), bit for
+// bit linear() of each then silu_mul. Each task computes a block of columns of both and
+// then their product.
 void linear_gate_up_silu(const float* x, int64_t M, int64_t ldx, const WeightView& gate,
                          const WeightView& up, float* gu, float* act, ThreadPool& pool);
 

@@ -20,6 +20,13 @@ using GemvFn = void (*)(const float* x, int64_t M, int64_t ldx, const WeightView
 using GemmFn = void (*)(const float* x, int64_t ldx, const WeightView& w, const float* bias,
                         float* y, int64_t ldy, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
 
+// The gate/up projections of a SwiGLU MLP over output features [c0, c1) and all M rows:
+// act[m, c] = silu(x[m] . gate[c]) * (x[m] . up[c]) (act: [M, F], F = gate.rows), with
+// gu [M, 2F] (gate sums at column c, up sums at F + c) as the kernel's scratch.
+using GateUpFn = void (*)(const float* x, int64_t ldx, const WeightView& gate,
+                          const WeightView& up, float* gu, float* act, int64_t M, int64_t c0,
+                          int64_t c1);
+
 // dst[0:n] = src[0:n] widened from `dtype` (F32, BF16 or F16) to f32.
 using WidenFn = void (*)(const void* src, DType dtype, int64_t n, float* dst);
 
@@ -37,7 +44,15 @@ struct Kernels {
   // Up to how many x rows the skinny tiles beat the packed GEMM (Auto path; beyond it the
   // GEMM). A property of the core, not only of the ISA: see skinny_max_rows_for().
   int64_t skinny_max_rows = 256;
+  // The GEMM path of linear_gate_up_silu fused into one pass (silu in the tile's epilogue);
+  // null where the ISA has none (then gate_up_silu_unfused).
+  GateUpFn gate_up_silu = nullptr;
 };
+
+// GateUpFn by k.gemm over the gate rows and the up rows into gu, then silu_mul.
+void gate_up_silu_unfused(const Kernels& k, const float* x, int64_t ldx, const WeightView& gate,
+                          const WeightView& up, float* gu, float* act, int64_t M, int64_t c0,
+                          int64_t c1);
 
 // The skinny/GEMM crossover for this CPU, measured with bench/linear_bench (best GFLOP/s,
 // bf16 Qwen2.5-0.5B shapes, 2 threads). AMD Zen 4 (one 512-bit FMA per cycle): skinny ahead
@@ -50,12 +65,29 @@ int64_t skinny_max_rows_for(bool avx512);
 
 // Which kernel linear() runs: chosen by shape (Auto), or forced, for tests that must cover
 // every path at every M. Process-wide; tests set it and restore Auto. Skinny falls back to
-// Gemv on an ISA without a skinny kernel.
-enum class Path { Auto, Gemv, Gemm, Skinny };
+// Gemv on an ISA without a skinny kernel; GemmBf16Dot (the GEMM of
+// linear_bf16dot_avx512.cpp) falls back to Gemm unless the weights are BF16, the active ISA
+// is AVX-512 and the CPU has AVX512_BF16 (bf16_dot_gemm_available).
+enum class Path { Auto, Gemv, Gemm, Skinny, GemmBf16Dot };
 void force_path(Path p);
 // The path linear() takes with kernels `k` for M rows of x with K columns and weights of
 // `dt` (honours force_path; never Auto; Skinny becomes Gemv for Q8_0 weights).
 Path choose_path(const Kernels& k, int64_t M, int64_t K, DType dt);
+// Whether GemmBf16Dot can run on weights of `dt` with the active ISA.
+bool bf16_dot_gemm_available(DType dt);
+// Whether path p is a packed GEMM (Gemm or GemmBf16Dot).
+constexpr bool is_gemm(Path p) { return p == Path::Gemm || p == Path::GemmBf16Dot; }
+// The kernel table that runs path p (a choose_path result) of table k: the bf16-dot table
+// for GemmBf16Dot, k otherwise.
+const Kernels& kernels_for_path(const Kernels& k, Path p);
+// x as the kernel of `path` must see it. Under bf16 dot math for weights of `dt`
+// (linear_uses_bf16_dot) the dot GEMM multiplies x rounded to bf16; so that a row's result
+// does not depend on how many rows share its call (a chunked prefill, a batch of decodes,
+// another parallel layout: they pick other paths), the other paths of an Auto choice get x
+// rounded to bf16 too, copied into this thread's scratch (slot 3; ldx becomes K). Forced
+// paths (tests) and every other case: x itself.
+const float* rows_for_path(const float* x, int64_t M, int64_t& ldx, int64_t K, DType dt,
+                           Path path);
 // The row-range kernel (same signature as gemv) of a Gemv or Skinny path.
 GemvFn rows_kernel(const Kernels& k, Path p);
 // linear()'s argument checks (dtype, shapes, strides, null pointers); throws Error.
@@ -69,10 +101,13 @@ constexpr int64_t kMinMacsPerTask = 1 << 16;
 const Kernels& generic_kernels();
 const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
+// avx512_kernels() with the bf16-dot GEMM; only where bf16_dot_supported().
+const Kernels& avx512_bf16_dot_kernels();
 
 // A 64-byte aligned buffer of at least `floats` floats, owned by the calling thread and
-// reused across calls (grown, never shrunk). `slot` picks one of three independent buffers
-// (0: packed W panels, 1: packed x tiles, 2: Q8_0 rows dequantized before packing).
+// reused across calls (grown, never shrunk). `slot` picks one of four independent buffers
+// (0: packed W panels, 1: packed x tiles, 2: Q8_0 rows dequantized before packing, 3: x
+// rounded to bf16 by rows_for_path).
 float* thread_scratch(int slot, size_t floats);
 
 }  // namespace cpinfer::linear_impl

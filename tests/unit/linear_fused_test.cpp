@@ -1,6 +1,6 @@
 // linear_fused and linear_gate_up_silu give exactly what linear() per part (and silu_mul)
 // give — same kernels, same arithmetic per element — for every ISA, every path (GEMV,
-// skinny tiles, packed GEMM), pools of 1 and 2 threads, odd sizes, bf16 and f32 weights and bias. (linear()
+// skinny tiles, packed GEMM, the bf16-dot GEMM where the CPU has it), pools of 1 and 2 threads, odd sizes, bf16 and f32 weights and bias. (linear()
 // and silu_mul() are checked against float64 references in linear_test / elementwise_test.)
 #include <gtest/gtest.h>
 
@@ -57,7 +57,8 @@ TEST(LinearFused, EqualsLinearPerPart) {
   static ThreadPool one(1), two(2);
   const Isa saved = active_isa();
   for (Isa isa : isas())
-    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny})
+    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny,
+                      linear_impl::Path::GemmBf16Dot})
       for (DType dt : {DType::BF16, DType::F32})
         for (int64_t M : {1, 3, 9, 40, 77})
           for (int64_t K : {64, 67}) {
@@ -101,7 +102,8 @@ TEST(LinearFused, RopeEpilogueEqualsRopeAfterwards) {
   static ThreadPool one(1), two(2);
   const Isa saved = active_isa();
   for (Isa isa : isas())
-    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny})
+    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny,
+                      linear_impl::Path::GemmBf16Dot})
       for (int64_t D : {6, 64})
         for (int64_t M : {1, 5, 40})
           for (bool norm : {false, true}) {
@@ -167,12 +169,13 @@ TEST(LinearFused, GateUpSiluEqualsLinearThenSiluMul) {
   static ThreadPool one(1), two(2);
   const Isa saved = active_isa();
   for (Isa isa : isas())
-    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny})
+    for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny,
+                      linear_impl::Path::GemmBf16Dot})
       for (int64_t M : {1, 8, 33})
-        for (int64_t F : {40, 129}) {
+        for (int64_t F : {40, 129})
+        for (int64_t K : {72, 1601}) {  // 1601: the GEMMs' K blocks (odd lengths included)
           set_active_isa(isa);
           linear_impl::force_path(path);
-          const int64_t K = 72;
           Weight g = make_weight(DType::BF16, F, K, rng), u = make_weight(DType::BF16, F, K, rng);
           std::vector<float> x(size_t(M * K));
           for (auto& v : x) v = float(int(rng() % 200) - 100) / 128.f;
@@ -184,7 +187,7 @@ TEST(LinearFused, GateUpSiluEqualsLinearThenSiluMul) {
             silu_mul(gu_ref.data(), M, F, act_ref.data(), *pool);
             linear_gate_up_silu(x.data(), M, K, g.view, u.view, gu.data(), act.data(), *pool);
             ASSERT_TRUE(same_bits(act, act_ref))
-                << isa_name(isa) << " path " << int(path) << " M " << M << " F " << F;
+                << isa_name(isa) << " path " << int(path) << " M " << M << " F " << F << " K " << K;
           }
         }
   linear_impl::force_path(linear_impl::Path::Auto);

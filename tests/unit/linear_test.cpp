@@ -60,11 +60,19 @@ class PathScope {
   ~PathScope() { linear_impl::force_path(linear_impl::Path::Auto); }
 };
 
+// Sets linear()'s bf16 math for a scope, then back to Auto.
+class Bf16MathScope {
+ public:
+  explicit Bf16MathScope(Bf16Math m) { set_bf16_math(m); }
+  ~Bf16MathScope() { set_bf16_math(Bf16Math::Auto); }
+};
+
 const char* path_name(linear_impl::Path p) {
   switch (p) {
     case linear_impl::Path::Gemv: return "gemv";
     case linear_impl::Path::Gemm: return "gemm";
     case linear_impl::Path::Skinny: return "skinny";
+    case linear_impl::Path::GemmBf16Dot: return "gemm_bf16dot";
     default: return "auto";
   }
 }
@@ -360,15 +368,20 @@ TEST(Linear, ZeroRowsIsANoOp) {
   linear(nullptr, 0, 4, w, nullptr, nullptr, 3, pool_of(1));
 }
 
+// The CPU's vendor from /proc/cpuinfo, independently of the CPUID builtins the rules use.
+bool cpu_is_amd() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("vendor_id", 0) == 0) return line.find("AuthenticAMD") != std::string::npos;
+  return false;
+}
+
 // The Auto path's skinny/GEMM crossover follows the CPU's vendor (read here from
 // /proc/cpuinfo, independently of the CPUID builtin the rule uses): AMD keeps skinny tiles
 // up to 256 rows, other CPUs switch to the packed GEMM after 24 (AVX-512) / 48 (AVX2) rows.
 TEST(Linear, AutoPathCrossoverFollowsTheCpu) {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  bool amd = false;
-  while (std::getline(f, line))
-    if (line.rfind("vendor_id", 0) == 0) { amd = line.find("AuthenticAMD") != std::string::npos; break; }
+  const bool amd = cpu_is_amd();
   EXPECT_EQ(linear_impl::skinny_max_rows_for(true), amd ? 256 : 24);
   EXPECT_EQ(linear_impl::skinny_max_rows_for(false), amd ? 256 : 48);
   for (Isa isa : {Isa::Avx512, Isa::Avx2}) {
@@ -377,12 +390,170 @@ TEST(Linear, AutoPathCrossoverFollowsTheCpu) {
       continue;
     }
     IsaScope scope(isa);
+    Bf16MathScope exact(Bf16Math::F32);  // the bf16-dot GEMM has its own test below
     const linear_impl::Kernels& k = linear_impl::active_kernels();
     const int64_t limit = k.skinny_max_rows;
     EXPECT_EQ(linear_impl::choose_path(k, 4, 896, DType::BF16), linear_impl::Path::Gemv);
     EXPECT_EQ(linear_impl::choose_path(k, 5, 896, DType::BF16), linear_impl::Path::Skinny);
     EXPECT_EQ(linear_impl::choose_path(k, limit, 896, DType::BF16), linear_impl::Path::Skinny);
     EXPECT_EQ(linear_impl::choose_path(k, limit + 1, 896, DType::BF16), linear_impl::Path::Gemm);
+  }
+}
+
+// ---- the bf16-dot GEMM (AVX512_BF16) ---------------------------------------------------
+//
+// It computes x rounded to bf16 (round to nearest even) times the stored bf16 weights with
+// exact products and f32 sums. So against a float64 reference on the rounded x the f32
+// tolerance above holds unchanged (any wrong pair, pad or strip is off by O(|x w|)); and
+// against the reference on x itself the rounding adds at most 2^-8 * sum_k |x_k w_k| (bf16
+// keeps 8 significant bits: a relative error <= 2^-8 per activation), the bound users get.
+
+// Whether this CPU runs the bf16-dot GEMM; prints why not.
+bool bf16_dot_runs() {
+  if (!isa_supported(Isa::Avx512) || !bf16_dot_supported()) {
+    std::printf("skipped: this CPU lacks AVX-512 with AVX512_BF16, so the bf16-dot GEMM "
+                "cannot run here\n");
+    return false;
+  }
+  return true;
+}
+
+std::vector<float> rounded_to_bf16(const std::vector<float>& x) {
+  std::vector<float> r(x.size());
+  for (size_t i = 0; i < x.size(); ++i) r[i] = round_to(DType::BF16, x[i]);
+  return r;
+}
+
+// Every M of the sweep, odd N and K (odd K: a padded last pair), bias or not, 1 and 2
+// threads, dense and padded strides.
+TEST(LinearBf16Dot, MatchesFloat64ReferenceOnRoundedX) {
+  if (!bf16_dot_runs()) GTEST_SKIP() << "no AVX512_BF16";
+  IsaScope isa(Isa::Avx512);
+  PathScope path(linear_impl::Path::GemmBf16Dot);
+  std::mt19937 rng(11);
+  double worst_rounding = 0;  // error vs the unrounded reference / (2^-8 sum|xw|)
+  for (int64_t M : kMs)
+    for (int64_t N : kNs)
+      for (int64_t K : kKs)
+        for (bool with_bias : {false, true}) {
+          const std::vector<float> wvals = random_values(rng, size_t(N * K), DType::BF16);
+          const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
+          const std::vector<float> bias = random_values(rng, size_t(N), DType::F32);
+          const float* b = with_bias ? bias.data() : nullptr;
+          const TestWeights w_dense = make_weights(DType::BF16, N, K, K, wvals);
+          const TestWeights w_padded = make_weights(DType::BF16, N, K, K + 5, wvals);
+          const std::vector<float> x_padded = strided(x, M, K, K + 3);
+          const Reference ref_rounded = reference(rounded_to_bf16(x), w_dense, b, M);
+          const Reference ref = reference(x, w_dense, b, M);
+          for (int threads : {1, 2})
+            for (bool padded : {false, true}) {
+              const int64_t ldx = padded ? K + 3 : K, ldy = padded ? N + 7 : N;
+              std::vector<float> y(size_t(M * ldy), kYSentinel);
+              linear(padded ? x_padded.data() : x.data(), M, ldx,
+                     padded ? w_padded.view() : w_dense.view(), b, y.data(), ldy,
+                     pool_of(threads));
+              const std::string what = "M=" + std::to_string(M) + " N=" + std::to_string(N) +
+                                       " K=" + std::to_string(K) + (with_bias ? " bias" : "") +
+                                       " threads=" + std::to_string(threads) +
+                                       (padded ? " padded" : " dense");
+              ASSERT_EQ(compare(y, M, N, ldy, K, ref_rounded, what), 0);
+              for (int64_t m = 0; m < M; ++m)
+                for (int64_t n = 0; n < N; ++n) {
+                  const double err = std::fabs(double(y[size_t(m * ldy + n)]) - ref.y[size_t(m * N + n)]);
+                  const double mag = ref.mag[size_t(m * N + n)];
+                  const double bound = std::ldexp(mag, -8) + tolerance(K, mag);
+                  ASSERT_LE(err, bound) << what << " y[" << m << ", " << n << "] vs unrounded x";
+                  if (mag > 0) worst_rounding = std::max(worst_rounding, err / std::ldexp(mag, -8));
+                }
+            }
+        }
+  std::printf("bf16-dot GEMM: worst error vs unrounded x / (2^-8 sum|xw|) = %.3f (limit 1 + "
+              "the f32 part)\n", worst_rounding);
+}
+
+// K = 4864 (qwen2.5's down projection): K blocks of 694-695 elements, some odd, so pairs
+// restart at odd offsets of the row; M past one 14-row tile and one thread's share.
+TEST(LinearBf16Dot, LargeKMatchesFloat64ReferenceOnRoundedX) {
+  if (!bf16_dot_runs()) GTEST_SKIP() << "no AVX512_BF16";
+  IsaScope isa(Isa::Avx512);
+  PathScope path(linear_impl::Path::GemmBf16Dot);
+  const int64_t N = 96, K = 4864;
+  std::mt19937 rng(13);
+  const TestWeights w = make_weights(DType::BF16, N, K, K,
+                                     random_values(rng, size_t(N * K), DType::BF16));
+  for (int64_t M : {int64_t(1), int64_t(15), int64_t(70), int64_t(300)}) {
+    const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
+    const Reference ref = reference(rounded_to_bf16(x), w, nullptr, M);
+    std::vector<float> y(size_t(M * N), kYSentinel);
+    linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(2));
+    EXPECT_EQ(compare(y, M, N, N, K, ref, "M=" + std::to_string(M)), 0);
+  }
+}
+
+// Under Dot math every Auto path sees x rounded to bf16 (the decode-sized paths through a
+// rounded copy), so a row's result does not depend on how many rows share the call: each
+// M matches the float64 reference on the rounded x within the f32 tolerance.
+TEST(LinearBf16Dot, EveryAutoPathSeesRoundedX) {
+  if (!bf16_dot_runs()) GTEST_SKIP() << "no AVX512_BF16";
+  IsaScope isa(Isa::Avx512);
+  Bf16MathScope dot(Bf16Math::Dot);
+  const int64_t N = 40, K = 333;
+  std::mt19937 rng(17);
+  const TestWeights w = make_weights(DType::BF16, N, K, K,
+                                     random_values(rng, size_t(N * K), DType::BF16));
+  for (int64_t M : {int64_t(1), int64_t(4), int64_t(5), int64_t(30), int64_t(48), int64_t(49),
+                    int64_t(200)}) {
+    const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
+    const Reference ref = reference(rounded_to_bf16(x), w, nullptr, M);
+    for (int threads : {1, 2}) {
+      std::vector<float> y(size_t(M * N), kYSentinel);
+      linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(threads));
+      EXPECT_EQ(compare(y, M, N, N, K, ref, "auto M=" + std::to_string(M) + " path " +
+                                                path_name(linear_impl::choose_path(
+                                                    linear_impl::active_kernels(), M, K,
+                                                    DType::BF16))),
+                0);
+    }
+  }
+}
+
+// Auto takes the bf16-dot GEMM for prefill-sized M over bf16 weights exactly where
+// bf16_dot_preferred() (AMD with AVX512_BF16, vendor read here from /proc/cpuinfo);
+// Dot takes it wherever it can run, F32 never; decode-sized M and other dtypes never.
+TEST(LinearBf16Dot, PathChoiceFollowsTheSetting) {
+  const bool amd = cpu_is_amd();
+  const bool runs = isa_supported(Isa::Avx512) && bf16_dot_supported();
+  EXPECT_EQ(bf16_dot_preferred(), amd && bf16_dot_supported());
+  for (Isa isa : supported_isas()) {
+    IsaScope scope(isa);
+    const linear_impl::Kernels& k = linear_impl::active_kernels();
+    const bool here = runs && isa == Isa::Avx512;
+    using linear_impl::Path;
+    const Path dot_or_gemm = here ? Path::GemmBf16Dot : Path::Gemm;
+    {
+      Bf16MathScope m(Bf16Math::Dot);
+      EXPECT_EQ(linear_impl::choose_path(k, 2048, 896, DType::BF16), dot_or_gemm) << isa_name(isa);
+      EXPECT_EQ(linear_impl::choose_path(k, 2048, 896, DType::F32), Path::Gemm);
+      EXPECT_EQ(linear_impl::choose_path(k, 2048, 896, DType::F16), Path::Gemm);
+      EXPECT_EQ(linear_impl::choose_path(k, 1, 896, DType::BF16), Path::Gemv);
+    }
+    {
+      Bf16MathScope m(Bf16Math::F32);
+      EXPECT_EQ(linear_impl::choose_path(k, 2048, 896, DType::BF16), Path::Gemm);
+    }
+    EXPECT_EQ(linear_impl::choose_path(k, 2048, 896, DType::BF16),
+              here && amd ? Path::GemmBf16Dot : Path::Gemm) << isa_name(isa);
+    // Decode batches up to 48 rows keep the f32 kernels; from 49 rows the dot GEMM.
+    {
+      Bf16MathScope m(Bf16Math::Dot);
+      EXPECT_NE(linear_impl::choose_path(k, 48, 896, DType::BF16), Path::GemmBf16Dot);
+      EXPECT_EQ(linear_impl::choose_path(k, 49, 896, DType::BF16), dot_or_gemm == Path::Gemm
+                    ? linear_impl::choose_path(k, 49, 896, DType::F32) : Path::GemmBf16Dot);
+    }
+    // Forced, it runs where it can and falls back to the f32 GEMM elsewhere.
+    PathScope forced(Path::GemmBf16Dot);
+    EXPECT_EQ(linear_impl::choose_path(k, 3, 896, DType::BF16), dot_or_gemm);
+    EXPECT_EQ(linear_impl::choose_path(k, 3, 896, DType::F32), Path::Gemm);
   }
 }
 

@@ -20,11 +20,15 @@ STEPS=${CP_TEST_STEPS:-64}
 # cp_runs OUT_PREFIX "LEN..." args...: one `generate` process (one launch, one model load)
 # over prompts of each LEN (distinct lengths; deterministic pseudo-random ids), one after
 # another (--prompt-ids-file), STEPS greedy tokens each; OUT_PREFIX-LEN.json (that prompt's
-# --json line) and OUT_PREFIX-LEN.bin (its --logits-out). An f32 KV cache unless args name
-# one. generate_test checks that a prompt answers bit for bit as in a process of its own.
+# --json line) and OUT_PREFIX-LEN.bin (its --logits-out). An f32 KV cache and
+# --bf16-math exact unless args name them (with bf16 dot products, activations rounded to
+# bf16 can round the other way after a last-bit difference upstream, so layouts agree
+# only within that rounding: cp_chunked_equivalence_test checks that bound apart).
+# generate_test checks that a prompt answers bit for bit as in a process of its own.
 cp_runs() {
   local out=$1 len i=0 n; local -a lens; read -r -a lens <<<"$2"; shift 2
   [[ " $* " == *" --kv-cache-dtype "* ]] || set -- --kv-cache-dtype f32 "$@"
+  [[ " $* " == *" --bf16-math "* ]] || set -- --bf16-math exact "$@"
   : >"$out.ids"
   for len in "${lens[@]}"; do
     [[ -f "$TMP/ids-$len" ]] ||
