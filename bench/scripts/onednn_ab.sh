@@ -2,7 +2,8 @@
 # Our linear() against oneDNN's matmul (Debian's libdnnl-dev, installed here if missing) on
 # Qwen2.5-0.5B's prefill shapes, M = 64, 512 and 2048, 1 and 2 threads, in one run of
 # build/bench/linear_bench (not part of the test suite). Ours: f32 and bf16 weights, f32
-# activations, fp32 FMA (the path linear() picks). oneDNN: f32 x f32, and bf16 x bf16 -> f32
+# activations, the path linear() picks (fp32 FMA; for bf16 weights on CPUs where
+# --bf16-math auto picks dot products, the bf16-dot GEMM, activations rounded to bf16). oneDNN: f32 x f32, and bf16 x bf16 -> f32
 # (activations rounded to bf16), weights reordered once into its own packed layout; its
 # label names the kernel it chose (e.g. brg:avx512_core_bf16). Best of REPS repetitions of
 # each (medians alongside), to $OUT (Google Benchmark JSON, default
