@@ -25,7 +25,8 @@ enum class Bf16Math : uint8_t { Auto, Dot, F32 };
 // Whether this CPU has AVX512_BF16 (and the OS keeps zmm state).
 bool bf16_dot_supported();
 // Whether this CPU's bf16 dot unit outruns its f32 FMAs, so that Bf16Math::Auto picks Dot:
-// AVX512_BF16 on an AMD CPU (Zen 4 and later run vdpbf16ps at twice the f32 FMA rate). Intel
+// AVX512_BF16 on an AMD CPU (vdpbf16ps at about twice the f32 FMA rate: Zen 4 2x, Zen 5
+// 1.85x in `bench peak`). Intel
 // cores run it at about half their f32 FMA rate (two 512-bit FMA ports, vdpbf16ps on one;
 // `cpinfer bench peak` measures both), where the f32 kernels are the faster ones. A fixed
 // rule, not a timing, so every rank of a job computes the same numbers.

@@ -119,6 +119,39 @@ b_auto=$(kvb "$TMP/tiny-bf16") b_f32=$(kvb "$TMP/tiny-bf16" --kv-cache-dtype f32
 f_auto=$(kvb "$TMP/tiny") f_f32=$(kvb "$TMP/tiny" --kv-cache-dtype f32)
 [[ $f_auto == "$f_f32" ]] || fail "f32 model: KV bytes auto $f_auto, f32 $f_f32"
 
+# --bf16-math: a value outside auto|dot|exact is refused naming the flag. On the bf16 model
+# with a 100-token prompt (the prefill GEMMs run the bf16-dot kernel from 49 rows): where
+# the CPU has AVX512_BF16, dot's logits differ from exact's (activations rounded to bf16)
+# and bench latency names bf16_dot as its mfu unit; elsewhere dot falls back to exact,
+# bit for bit. exact always reports fp32_fma.
+if "$CPINFER" generate --model "$TMP/tiny-bf16" --prompt-ids 1,2 --bf16-math fast >"$TMP/bm.out" 2>&1; then
+  fail "--bf16-math fast was accepted"
+fi
+grep -q -- "--bf16-math" "$TMP/bm.out" || fail "the --bf16-math error does not name the flag: $(cat "$TMP/bm.out")"
+ids100=$(seq -s, 101 200)
+for m in dot exact; do
+  "$CPINFER" generate --model "$TMP/tiny-bf16" --prompt-ids "$ids100" --max-tokens 1 --ignore-eos \
+    --kv-cache-dtype f32 --bf16-math "$m" --logits-out "$TMP/bm-$m.bin" >/dev/null 2>&1 ||
+    fail "generate --bf16-math $m failed"
+  "$CPINFER" bench latency --model "$TMP/tiny-bf16" --input-len 100 --output-len 1 --num-iters 1 \
+    --warmup 0 --json --bf16-math "$m" 2>/dev/null | tail -n 1 >"$TMP/bm-$m.json"
+done
+node -e '
+  const fs = require("fs"), [dir, has] = process.argv.slice(1);
+  const f = (m) => new Float32Array(fs.readFileSync(`${dir}/bm-${m}.bin`).buffer.slice(0));
+  const unit = (m) => JSON.parse(fs.readFileSync(`${dir}/bm-${m}.json`, "utf8")).mfu_unit;
+  const a = f("dot"), b = f("exact");
+  let d = 0; for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i] - b[i]));
+  const dot = has === "1";
+  if (dot ? !(d > 1e-4 && d < 0.5) : d !== 0) {
+    console.error(`FAIL: --bf16-math dot vs exact max |dlogit| ${d} (AVX512_BF16: ${dot})`); process.exit(1);
+  }
+  if (unit("dot") !== (dot ? "bf16_dot" : "fp32_fma") || unit("exact") !== "fp32_fma") {
+    console.error(`FAIL: mfu_unit dot ${unit("dot")}, exact ${unit("exact")} (AVX512_BF16: ${dot})`); process.exit(1);
+  }
+  console.log(`ok   --bf16-math: dot vs exact max |dlogit| ${d.toExponential(2)}, mfu units ${unit("dot")} / ${unit("exact")}`);
+' "$TMP" "$(grep -qw avx512_bf16 /proc/cpuinfo && echo 1 || echo 0)" || exit 1
+
 # --prompt-ids-file: several prompts one after another in one process (a blank line is
 # skipped), each answering bit for bit as in a process of its own: the same JSON line
 # fields, the same token ids, the same logits bytes (--logits-out F -> F.N); with
