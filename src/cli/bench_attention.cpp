@@ -195,7 +195,8 @@ int run_bench_attention(const AttnArgs& a) {
   j["kv_cache_dtype"] = std::string(dtype == DType::BF16 ? "bf16" : "f32");
   if (dtype == DType::BF16) {
     j["bf16_math"] = a.bf16_math;
-    // What decode-shaped tasks ran: bf16 dot products need AVX512_BF16 and the AVX-512 kernels.
+    // What tasks over the bf16 cache ran (decode and prefill): bf16 dot products need
+    // AVX512_BF16 and the AVX-512 kernels.
     const bool dot = (a.bf16_math == "dot" || (a.bf16_math == "auto" && bf16_dot_preferred())) &&
                      __builtin_cpu_supports("avx512bf16") && active_isa() == Isa::Avx512;
     j["bf16_math_used"] = dot ? "dot" : "exact";

@@ -53,7 +53,7 @@ void add_bf16_math_flag(CLI::App* cmd) {
            set_bf16_math(v == "dot" ? Bf16Math::Dot : v == "exact" ? Bf16Math::F32 : Bf16Math::Auto);
          },
          "How bf16 data is multiplied where a kernel can choose (prefill GEMMs over bf16 "
-         "weights, decode attention over a bf16 KV cache): dot (bf16 dot products, "
+         "weights, attention over a bf16 KV cache): dot (bf16 dot products, "
          "AVX512_BF16; activations rounded to bf16), exact (f32 arithmetic on the stored "
          "values) or auto (dot on CPUs whose bf16 dot unit is the faster one: AMD Zen 4 and "
          "later; exact elsewhere)")

@@ -15,7 +15,7 @@ std::vector<Isa> supported_isas();     // every ISA the machine can run, best la
 Isa active_isa();                      // the one chosen at start-up (env override honoured)
 void set_active_isa(Isa isa);          // for tests that sweep ISAs; throws if unsupported
 
-// How bf16 data meets bf16 data in the kernels that can choose (the attention decode over a
+// How bf16 data meets bf16 data in the kernels that can choose (the attention over a
 // bf16 cache, the GEMM over bf16 weights). Dot: bf16 dot products (vdpbf16ps, AVX512_BF16),
 // the f32 operand rounded to bf16 (activations, queries, probabilities) and f32 sums. F32:
 // the bf16 values widened and f32 FMAs, exact on the stored values. Auto: Dot where

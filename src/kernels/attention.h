@@ -72,11 +72,12 @@ struct AttentionProblem {
   // there are fewer than ~4 tasks' worth of work per thread). > 0: split every item's KV
   // range into chunks of at most this many tokens (tests use it to force the split path).
   int64_t max_kv_chunk = 0;
-  // bf16 cache only: the arithmetic of decode-shaped tasks (<= 8 lanes, head_dim a multiple
-  // of 32) on AVX512_BF16 CPUs. Dot: bf16 dot products (vdpbf16ps), Q and P rounded to bf16
-  // like K and V already are; the error stays of the order of the cache's own rounding
-  // (attention_test states the bound). F32: f32 arithmetic on the widened K/V. Auto: the
-  // process-wide choice (bf16_dot_chosen(), core/cpu_features.h).
+  // bf16 cache only: the arithmetic of its tasks (decode-shaped and prefill, head_dim a
+  // multiple of 32) on AVX512_BF16 CPUs. Dot: bf16 dot products (vdpbf16ps), Q and P rounded
+  // to bf16 like K and V already are; the error stays of the order of the cache's own
+  // rounding (attention_test states the bound). F32: f32 arithmetic on the widened K/V.
+  // Auto: the process-wide choice (bf16_dot_chosen(), core/cpu_features.h). Ragged (f32)
+  // K/V and an f32 cache always run f32 arithmetic.
   Bf16Math bf16_math = Bf16Math::Auto;
 };
 
@@ -106,7 +107,7 @@ struct AttentionPlan {
   int64_t num_seqs = 0, num_tokens = 0;
   int64_t num_q_heads = 0, num_kv_heads = 0, head_dim = 0, page_size = 0;
   bool causal = true;
-  bool bf16_dot = false;  // bf16 dot products for decode tasks (bf16_math resolved)
+  bool bf16_dot = false;  // bf16 dot products over a bf16 cache (bf16_math resolved)
   int num_threads = 1;
   std::vector<int64_t> q_indptr, kv_lens, kv_indptr;  // kv_indptr: Ragged only
   std::vector<int32_t> page_indptr, page_indices;      // Paged only

@@ -1,4 +1,5 @@
-// AVX-512 attention kernels: decode-shaped tasks go to attention_decode_avx512.cpp; the rest
+// AVX-512 attention kernels: decode-shaped tasks go to attention_decode_avx512.cpp, tasks
+// over a bf16 cache with bf16 dot products allowed to attention_prefill_bf16dot_avx512.cpp; the rest
 // run the flash core (attention_flash.inc) with zmm lanes for QK and the softmax when a task
 // has more than 8 lanes, ymm (AVX-512VL, 32 registers) for groups of <= 8 heads whose
 // head_dim is not a multiple of 32, and zmm head_dim vectors for P.V; exp2 by roundscale +
@@ -34,7 +35,8 @@ void dispatch_dim(const FlashTask& t) {
 
 void flash_task(const FlashTask& t) {
   const int64_t M = t.rows * t.group;
-  if (decode_task(t)) return;  // attention_decode_avx512.cpp
+  if (decode_task(t)) return;           // attention_decode_avx512.cpp
+  if (prefill_bf16dot_task(t)) return;  // attention_prefill_bf16dot_avx512.cpp
   flash::per_head(t, [M](const FlashTask& u) {
     if (M <= 8) dispatch_dim<Y8>(u);
     else dispatch_dim<Z16>(u);

@@ -38,11 +38,13 @@ inline int64_t decode_scratch_floats(int64_t hkv, int64_t d) {
 
 // Scratch floats one thread needs for tasks of at most m lanes and head_dim d:
 // Qs [Dp][Mp], S [kTileN + 16][Mp], Ks [kTileN + 16][Dp], Vs [kTileN][Dp], O [Mp][Dp], four
-// vectors of Mp, 4 x (kTileN + 16) row pointers; Mp <= round_up(m, 64).
+// vectors of Mp, 4 x (kTileN + 16) row pointers; Mp <= round_up(m, 64). The bf16-dot prefill
+// kernel (attention_prefill_bf16dot_avx512.cpp) needs up to (kTileN / 2 + 8) * Mp + Mp more
+// for its bf16 weight pairs and a fifth vector; the last two terms cover it.
 inline int64_t flash_scratch_floats(int64_t m, int64_t d) {
   const int64_t mp = round_up(m, 64), dp = round_up(d, kDimAlign);
   return dp * mp + (kTileN + 16) * mp + (2 * kTileN + 16) * dp + mp * dp + 4 * mp +
-         8 * (kTileN + 16) + 64;
+         8 * (kTileN + 16) + 64 + (kTileN / 2 + 8) * mp + mp;
 }
 
 // One task with every index resolved.
@@ -71,7 +73,7 @@ struct FlashTask {
   bool causal = false;
   int64_t diag = 0;
   float scale_log2 = 0.f;  // sm_scale * log2(e), folded into Q once
-  bool bf16_dot = false;   // bf16 cache, decode-shaped task: bf16 dot products allowed
+  bool bf16_dot = false;   // bf16 cache: bf16 dot products allowed (decode and prefill)
   float* o = nullptr;
   int64_t ldo = 0;
   float* lse = nullptr;
@@ -105,6 +107,10 @@ namespace avx512 {
 // Decode-shaped tasks (rows * group <= 8, head_dim a multiple of 32, f32 or bf16 cache):
 // runs the task and returns true, or returns false (attention_decode_avx512.cpp).
 bool decode_task(const FlashTask& t);
+// Tasks over a bf16 cache with t.bf16_dot on an AVX512_BF16 CPU, head_dim a multiple of 32:
+// runs the task with bf16 dot products and returns true, or returns false
+// (attention_prefill_bf16dot_avx512.cpp).
+bool prefill_bf16dot_task(const FlashTask& t);
 }  // namespace avx512
 
 }  // namespace cpinfer::attention_impl

@@ -27,24 +27,25 @@ int64_t task_count(bool gemv, const linear_impl::Kernels& k, int64_t units, int6
   return std::max<int64_t>(t, 1);
 }
 
-// Runs units [u0, u1) on one thread: one kernel call per part it touches (so the GEMM
-// packs its panels as linear() does), then RoPE over the rows [n0, n1) of parts marked for
-// it (B is then a multiple of head_dim, so [n0, n1) is whole heads).
+// Runs units [u0, u1) for x rows [m0, m1) on one thread: one kernel call per part it touches
+// (so the GEMM packs its panels as linear() does), then RoPE over the rows [n0, n1) of parts
+// marked for it (B is then a multiple of head_dim, so [n0, n1) is whole heads). Only the
+// GEMM takes a part of M; the GEMV and skinny paths run all of it (m0 = 0, m1 = M).
 void run_units(const linear_impl::Kernels& k, linear_impl::Path path, const float* x, int64_t M,
                int64_t ldx, std::span<const LinearPart> parts, int64_t B, int64_t u0, int64_t u1,
-               const RotaryEpilogue* rope) {
+               int64_t m0, int64_t m1, const RotaryEpilogue* rope) {
   int64_t first = 0;  // first unit of part p
   for (const LinearPart& p : parts) {
     const int64_t count = (p.w.rows + B - 1) / B;
     const int64_t a = std::max(u0, first) - first, b = std::min(u1, first + count) - first;
     if (a < b) {
       const int64_t n0 = a * B, n1 = std::min(p.w.rows, b * B);
-      if (linear_impl::is_gemm(path)) k.gemm(x, ldx, p.w, p.bias, p.y, p.ldy, 0, M, n0, n1);
+      if (linear_impl::is_gemm(path)) k.gemm(x, ldx, p.w, p.bias, p.y, p.ldy, m0, m1, n0, n1);
       else linear_impl::rows_kernel(k, path)(x, M, ldx, p.w, p.bias, p.y, p.ldy, n0, n1);
       if (rope && p.rope) {
         const elementwise_impl::Kernels& ek = elementwise_impl::active_kernels();
         const int64_t D = rope->head_dim, half = D / 2;
-        for (int64_t m = 0; m < M; ++m) {
+        for (int64_t m = m0; m < m1; ++m) {
           float* row = p.y + m * p.ldy + n0;
           if (p.head_norm) {  // the same arithmetic as rms_norm() over [heads, D] rows
             for (float* h = row; h < row + (n1 - n0); h += D) {
@@ -113,8 +114,28 @@ void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const Linear
   // Counted in the kernel's own units (strips / 16-row blocks), at most one task per unit.
   const int64_t tasks =
       std::min(units, task_count(gemv, k, units * (B / unit_rows(gemv, k)), macs, pool.size()));
-  pool.run(tasks, [&](int64_t t, int) {
-    run_units(k, path, x, M, ldx, parts, B, units * t / tasks, units * (t + 1) / tasks, rope);
+  // GEMM: when the units do not split evenly over the tasks, M is split as well, into about
+  // four tasks per thread, so that the pool's dynamic hand-out evens out the threads'
+  // shares. Example, Qwen2.5-0.5B's q | k | v at M = 2048 (18 units of 64 rows, 4 tasks of
+  // 4, 5, 4 and 5 units): alone, one thread would get 10 units and the other 8; with M in 2
+  // pieces there are 8 tasks of 2 or 2.5 units, and the shares come out 9 and 9.
+  int64_t m_tasks = 1;
+  const int64_t T = pool.size();
+  if (!gemv && T > 1 && units % tasks != 0) {
+    const int64_t m_tiles = (M + k.mr - 1) / k.mr;
+    m_tasks = std::min({(4 * T + tasks - 1) / tasks, m_tiles,
+                        std::max<int64_t>(1, macs / linear_impl::kMinMacsPerTask / tasks)});
+    m_tasks = std::max<int64_t>(m_tasks, 1);
+  }
+  pool.run(tasks * m_tasks, [&](int64_t t, int) {
+    const int64_t tn = t / m_tasks, tm = t % m_tasks;
+    // M pieces in whole microkernel tiles (the last one takes the remainder).
+    const int64_t m_tiles = (M + k.mr - 1) / k.mr;
+    const int64_t m0 = gemv ? 0 : std::min(M, m_tiles * tm / m_tasks * k.mr);
+    const int64_t m1 = gemv ? M : std::min(M, m_tiles * (tm + 1) / m_tasks * k.mr);
+    if (m0 < m1)
+      run_units(k, path, x, M, ldx, parts, B, units * tn / tasks, units * (tn + 1) / tasks, m0,
+                m1, rope);
   });
 }
 

@@ -281,6 +281,23 @@ void check_all(const Data& x, const Ref& r, double tol = kTol, bool use_bound = 
   }
 }
 
+// On an AVX512_BF16 CPU, Dot really takes the bf16 path for x's tasks (it differs from F32),
+// and Auto is Dot where bf16_dot_preferred() and F32 elsewhere, bit for bit.
+void expect_dot_path_taken(const Data& x, const char* what) {
+  if (!(isa_supported(Isa::Avx512) && __builtin_cpu_supports("avx512bf16"))) {
+    std::printf("[ skipped ] bf16 dot-product %s path: this CPU has no AVX512_BF16\n", what);
+    return;
+  }
+  IsaGuard guard;
+  set_active_isa(Isa::Avx512);
+  const Out exact = run_paged(x, 1, 0, Bf16Math::F32), dot = run_paged(x, 1, 0, Bf16Math::Dot);
+  const Out autom = run_paged(x, 1, 0, Bf16Math::Auto);
+  EXPECT_NE(0, std::memcmp(exact.o.data(), dot.o.data(), exact.o.size() * 4)) << what;
+  const Out& expected = bf16_dot_preferred() ? dot : exact;
+  EXPECT_EQ(0, std::memcmp(expected.o.data(), autom.o.data(), exact.o.size() * 4))
+      << what << ": Auto is not " << (bf16_dot_preferred() ? "Dot" : "F32") << " on this CPU";
+}
+
 TEST(Attention, SweepLengths) {
   for (bool causal : {true, false})
     for (int64_t kv : {1, 2, 15, 16, 17, 100, 1000, 4097})
@@ -317,21 +334,7 @@ TEST(Attention, Bf16) {
       check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kStorage), kTol, true);
       check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true, Bf16Math::Dot);
     }
-  // On an AVX512_BF16 CPU, Dot really takes the bf16 path (it differs from F32), and Auto is
-  // Dot where bf16_dot_preferred() and F32 elsewhere, bit for bit.
-  if (isa_supported(Isa::Avx512) && __builtin_cpu_supports("avx512bf16")) {
-    IsaGuard guard;
-    set_active_isa(Isa::Avx512);
-    Data x = make_data({1}, {1000}, 16, 2, 128, 16, true, DType::BF16);
-    const Out exact = run_paged(x, 1, 0, Bf16Math::F32), dot = run_paged(x, 1, 0, Bf16Math::Dot);
-    const Out autom = run_paged(x, 1, 0, Bf16Math::Auto);
-    EXPECT_NE(0, std::memcmp(exact.o.data(), dot.o.data(), exact.o.size() * 4));
-    const Out& expected = bf16_dot_preferred() ? dot : exact;
-    EXPECT_EQ(0, std::memcmp(expected.o.data(), autom.o.data(), exact.o.size() * 4))
-        << "Auto is not " << (bf16_dot_preferred() ? "Dot" : "F32") << " on this CPU";
-  } else {
-    std::printf("[ skipped ] bf16 dot-product decode: this CPU has no AVX512_BF16\n");
-  }
+  expect_dot_path_taken(make_data({1}, {1000}, 16, 2, 128, 16, true, DType::BF16), "decode");
   // Decode batches: group 8 and head_dim 64; group 4 (4 lanes) with an odd tile tail.
   for (auto [hq, d] : {std::pair<int64_t, int64_t>{16, 64}, {8, 128}}) {
     Data x = make_data({1, 1, 1}, {4097, 101, 1}, hq, 2, d, 8, true, DType::BF16);
@@ -357,6 +360,35 @@ TEST(Attention, DecodeLanes) {
           check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true,
                     Bf16Math::Dot);
       }
+}
+
+// Prefill tasks (more than 8 lanes per KV head) over a bf16 cache with bf16 dot products
+// (attention_prefill_bf16dot_avx512.cpp on AVX512_BF16 CPUs; f32 arithmetic elsewhere and for
+// head_dim 40): groups 1-8, head_dim 32 to 128, lane counts that are not multiples of 16, odd
+// tile tails, a chunk over cached context, pages of 1 and 16, causal or not, and split KV
+// ranges (partial states merged by LSE), against the float64 reference within
+// Bound::kBf16Dot.
+TEST(Attention, Bf16DotPrefill) {
+  for (int64_t group : {1, 2, 7, 8})
+    for (int64_t d : {32, 40, 64, 96, 128})
+      for (bool causal : {true, false}) {
+        const int64_t page = (d == 64 || group == 7) ? 1 : 16;
+        // prefill of 9 rows | 33 new rows over 100 cached | 130 rows over 300 cached
+        Data x = make_data({9, 33, 130}, {9, 133, 430}, 2 * group, 2, d, page, causal,
+                           DType::BF16, 16, uint32_t(group * 1000 + d * 10 + causal));
+        check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true,
+                  Bf16Math::Dot);
+      }
+  IsaGuard guard;
+  Data x = make_data({70, 200}, {70, 1000}, 16, 2, 128, 16, true, DType::BF16, 0, 9);
+  const Ref r = reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot);
+  for (Isa isa : supported_isas()) {
+    set_active_isa(isa);
+    for (int64_t chunk : {100, 333})
+      expect_close(x, run_paged(x, 2, chunk, Bf16Math::Dot), r, kTol, true,
+                   describe(x, isa, 2) + fmt::format(" bf16_dot split-KV chunk {}", chunk));
+  }
+  expect_dot_path_taken(x, "prefill");
 }
 
 // The sweeps' edge shapes at small lengths (page 1, an odd group, head_dim 40, an empty query
