@@ -83,6 +83,11 @@ void StepAttention::plan(const RankStep& step, const KvCache& cache, ThreadPool&
   kv_recv_.resize(size_t(gathered_rows * 2 * KD) * esz);
   kbuf_.resize(size_t(N * KD));
   vbuf_.resize(size_t(N * KD));
+  bf16_rows_ = kv_wire_ == DType::BF16;
+  if (bf16_rows_) {
+    kb16_.resize(size_t(N * KD));
+    vb16_.resize(size_t(N * KD));
+  }
   send_.resize(size_t(Gc * QD));
   gathered_.resize(size_t(dcp * Ns * QD));
   qs_.resize(size_t(Ns * QD));
@@ -97,7 +102,7 @@ void StepAttention::plan(const RankStep& step, const KvCache& cache, ThreadPool&
   merged_.resize(size_t((Td + Gc) * QD));
   merged_lse_.resize(size_t((Td + Gc) * hq_));
   // The new K/V buffers as paged caches of page size 1 whose "pages" are buffer rows.
-  const PagedKv rows_shape{nullptr, nullptr, DType::F32, 1, hkv_, D_};
+  const PagedKv rows_shape{nullptr, nullptr, kv_wire_, 1, hkv_, D_};
   if (P == 1 && !step.causal.page_indices.empty()) {
     plan_attention(paged_problem(batch_of(step.causal, true), hq_, rows_shape, pool.size()),
                    &causal_plan_);
@@ -112,6 +117,10 @@ void StepAttention::plan(const RankStep& step, const KvCache& cache, ThreadPool&
     remote_ws_.reserve(remote_plan_);
     lkbuf_.resize(size_t(T * KD));
     lvbuf_.resize(size_t(T * KD));
+    if (bf16_rows_) {
+      lkb16_.resize(size_t(T * KD));
+      lvb16_.resize(size_t(T * KD));
+    }
     ro_.resize(size_t(T * QD));
     rlse_.resize(size_t(T * hq_));
   }
@@ -175,6 +184,17 @@ void unpack_kv(const uint8_t* src, int64_t KD, DType wire, float* k, float* v) {
 
 }  // namespace
 
+PagedKv StepAttention::rows_view(const std::vector<float>& k, const std::vector<float>& v,
+                                 std::vector<bf16>& k16, std::vector<bf16>& v16, int64_t n) {
+  if (!bf16_rows_) return PagedKv{k.data(), v.data(), DType::F32, 1, hkv_, D_};
+  const size_t count = size_t(n * hkv_ * D_);
+  for (size_t i = 0; i < count; ++i) {
+    k16[i] = bf16(k[i]);  // exact: the values are bf16 already
+    v16[i] = bf16(v[i]);
+  }
+  return PagedKv{k16.data(), v16.data(), DType::BF16, 1, hkv_, D_};
+}
+
 void StepAttention::new_tokens(const RankStep& step, int64_t layer, KvCache& cache,
                                const float* q, const float* k, const float* v, int64_t ld,
                                float sm_scale, float* o, ThreadPool& pool) {
@@ -192,7 +212,7 @@ void StepAttention::new_tokens(const RankStep& step, int64_t layer, KvCache& cac
         for (int64_t i = 0; i < N * KD; ++i) (*buf)[size_t(i)] = float(bf16((*buf)[size_t(i)]));
     // Each rank caches only the real new tokens it owns (slot -1 skips the rest).
     cache.append(layer, kbuf_.data(), vbuf_.data(), KD, step.new_kv_slots.data(), N);
-    PagedKv kv{kbuf_.data(), vbuf_.data(), DType::F32, 1, hkv_, D_};
+    const PagedKv kv = rows_view(kbuf_, vbuf_, kb16_, vb16_, N);
     run_attention(causal_plan_, q, ld, kv, sm_scale, o, hq_ * D_, lse_.data(), causal_ws_, pool);
     return;
   }
@@ -233,7 +253,7 @@ void StepAttention::new_tokens(const RankStep& step, int64_t layer, KvCache& cac
       vd[j] = round_to_bf16 ? float(bf16(v[i * ld + j])) : v[i * ld + j];
     }
   }
-  PagedKv local{lkbuf_.data(), lvbuf_.data(), DType::F32, 1, hkv_, D_};
+  const PagedKv local = rows_view(lkbuf_, lvbuf_, lkb16_, lvb16_, T);
   run_attention(causal_plan_, q, ld, local, sm_scale, o, hq_ * D_, lse_.data(), causal_ws_, pool);
   lt.local_end = timeline_clock();
   if (overlap) worker_.wait();
@@ -255,7 +275,7 @@ void StepAttention::new_tokens(const RankStep& step, int64_t layer, KvCache& cac
   }
   // Each rank caches only the real new tokens it owns (slot -1 skips the rest).
   cache.append(layer, kbuf_.data(), vbuf_.data(), KD, step.new_kv_slots.data(), N);
-  PagedKv remote{kbuf_.data(), vbuf_.data(), DType::F32, 1, hkv_, D_};
+  const PagedKv remote = rows_view(kbuf_, vbuf_, kb16_, vb16_, N);
   run_attention(remote_plan_, q, ld, remote, sm_scale, ro_.data(), hq_ * D_, rlse_.data(),
                 remote_ws_, pool);
   merge_state(T, hq_, D_, o, hq_ * D_, lse_.data(), hq_, ro_.data(), hq_ * D_, rlse_.data(), hq_,

@@ -91,6 +91,15 @@ class StepAttention {
   // Workspaces (grow to the largest step; reused by every layer).
   std::vector<float> lse_, send_, gathered_, kbuf_, vbuf_, qs_, qg_, od_, lsed_, mine_, s_star_,
       xsend_, xrecv_, merged_, merged_lse_, lkbuf_, lvbuf_, ro_, rlse_;
+  // A bf16 cache: the new K/V rows again as bf16 (kbuf_ and lkbuf_ hold them rounded, so the
+  // copy is exact), so that the new tokens' attention reads what one rank's reads from its
+  // cache and takes the same kernels (bf16 dot products where chosen).
+  bool bf16_rows_ = false;
+  std::vector<bf16> kb16_, vb16_, lkb16_, lvb16_;
+  // The attention's view of n rows of new K/V (page size 1: a "page" is a buffer row): the
+  // f32 buffers, or for a bf16 cache their bf16 copies, refreshed here.
+  PagedKv rows_view(const std::vector<float>& k, const std::vector<float>& v,
+                    std::vector<bf16>& k16, std::vector<bf16>& v16, int64_t n);
   // The K/V gather in the cache's dtype (bytes), its counts and displacements (elements).
   DType kv_wire_ = DType::F32;
   std::vector<uint8_t> kv_send_, kv_recv_;

@@ -5,10 +5,17 @@
 // The mpirun flags, and why (measured on a 2-core host, OpenMPI 4.1):
 // - `--bind-to none`: OpenMPI binds each rank to one core (np <= 2) or one NUMA domain by
 //   default, which would squeeze a rank's thread pool onto one core.
-// - `--mca mpi_yield_when_idle 1`: a rank waiting in a collective calls sched_yield while it
+// - `--mca mpi_yield_when_idle 1` when the ranks' threads outnumber the CPUs (ranks x
+//   threads per rank > CPUs): a rank waiting in a collective calls sched_yield while it
 //   polls. Without it a waiting rank spins and steals its core from the ranks (and threads)
-//   still computing: 4 ranks on 2 cores ran 2x slower, and 2 ranks on a busy 2-core host saw
-//   8 ms per small all-gather instead of 10 us.
+//   still computing: 4 ranks on 2 cores ran 2x slower. With a core per thread it is left
+//   off: there a waiting rank's core is its own, and a stream of sched_yield calls slowed the
+//   computing core next to it on a 2-core VM (a 4096-token prefill on one thread beside a
+//   sched_yield loop: 9.04 s, beside a pause loop 5.68 s, alone 6.11 s; pcp 2 x 1 thread,
+//   8192 tokens, three interleaved pairs: TTFT 7.28 / 9.28 / 9.05 s with it, 7.57 / 7.77 /
+//   8.51 s without). (On a host busy with other jobs a
+//   spinning rank can wait longer for a descheduled peer: 2 ranks on a busy 2-core host saw
+//   8 ms per small all-gather instead of 10 us.)
 // - `--oversubscribe` when ranks > CPUs (OpenMPI refuses otherwise).
 // - `-q`: MPI_Abort would print a 7-line banner after our own one-line error.
 // - `btl_vader_single_copy_mechanism none` only when this process cannot use
@@ -123,7 +130,8 @@ std::vector<std::string> mpirun_command(const std::string& mpirun, const std::st
   std::vector<std::string> cmd = {mpirun, "-q", "-np", std::to_string(world_size),
                                   "--bind-to", "none"};
   if (world_size > cpus) cmd.push_back("--oversubscribe");
-  for (const char* s : {"--mca", "mpi_yield_when_idle", "1"}) cmd.push_back(s);
+  if (int64_t(world_size) * threads > cpus)
+    for (const char* s : {"--mca", "mpi_yield_when_idle", "1"}) cmd.push_back(s);
   if (!cma_allowed()) {
     for (const char* s : {"--mca", "btl_vader_single_copy_mechanism", "none"}) cmd.push_back(s);
   }

@@ -21,7 +21,7 @@ bool launched_by_mpi();
 int available_cpus();
 
 // The mpirun command line relaunch_under_mpirun runs (without the environment it sets):
-// mpirun -q -np N --bind-to none [--oversubscribe] --mca mpi_yield_when_idle 1
+// mpirun -q -np N --bind-to none [--oversubscribe] [--mca mpi_yield_when_idle 1]
 //        -x CPINFER_THREADS_PER_RANK=T <exe> <argv[1:]>.
 // threads_per_rank <= 0 means max(1, available_cpus() / N).
 std::vector<std::string> mpirun_command(const std::string& mpirun, const std::string& exe,

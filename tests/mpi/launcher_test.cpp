@@ -91,12 +91,17 @@ TEST(Launcher, MpirunCommand) {
   EXPECT_TRUE(has({"-x", "CPINFER_THREADS_PER_RANK=1"}));
   EXPECT_TRUE(has({"/x/cpinfer", "generate", "-tp", "2"}));
   EXPECT_EQ(cmd.back(), "2");
-  // One rank per CPU: not oversubscribed, threads = cpus / ranks.
+  // One rank per CPU: not oversubscribed, threads = cpus / ranks, waiting ranks spin.
   cmd = mpirun_command("mpirun", "/x/cpinfer", {"cpinfer"}, 1, 0);
   EXPECT_FALSE(has({"--oversubscribe"}));
+  EXPECT_FALSE(has({"mpi_yield_when_idle"}));
   EXPECT_TRUE(has({"-x", fmt::format("CPINFER_THREADS_PER_RANK={}", cpus)}));
   cmd = mpirun_command("mpirun", "/x/cpinfer", {"cpinfer"}, 1, 7);
   EXPECT_TRUE(has({"-x", "CPINFER_THREADS_PER_RANK=7"}));
+  // More threads than CPUs in all (ranks x threads per rank): waiting ranks yield.
+  EXPECT_EQ(has({"--mca", "mpi_yield_when_idle", "1"}), 7 > cpus);
+  cmd = mpirun_command("mpirun", "/x/cpinfer", {"cpinfer"}, 1, cpus + 1);
+  EXPECT_TRUE(has({"--mca", "mpi_yield_when_idle", "1"}));
 }
 
 TEST(Launcher, ThreadsPerRank) {
