@@ -1,7 +1,7 @@
 // linear() on Qwen2.5-0.5B shapes: decode (M = 1, weight GB/s), decode batches (M = 8 to
 // 64, GFLOP/s) and prefill (M = 512, GFLOP/s), bf16, f32 and Q8_0 weights, 1 and 2 threads,
-// each ISA this CPU supports; on AVX512_BF16 CPUs also the bf16-dot GEMM by name
-// (".../path:gemm_bf16dot").
+// each ISA this CPU supports; on AVX512_BF16 CPUs also the bf16-dot GEMM and skinny tiles
+// by name (".../path:gemm_bf16dot", ".../path:skinny_bf16dot").
 //
 // Decode streams weights from DRAM as in a real forward pass: the benchmark cycles through
 // enough copies of W (>= 256 MiB in all) that none is left in the 32 MiB L3 from its
@@ -198,9 +198,12 @@ void register_all() {
                          {linear_impl::Path::Gemv, "/path:gemv"},
                          {linear_impl::Path::Skinny, "/path:skinny"},
                          {linear_impl::Path::Gemm, "/path:gemm"}};
-              // The bf16-dot GEMM (AVX512_BF16 CPUs; Auto takes it where it is preferred).
-              if (M > 1 && dtype == DType::BF16 && isa == Isa::Avx512 && bf16_dot_supported())
+              // The bf16-dot GEMM and skinny tiles (AVX512_BF16 CPUs; Auto takes them where
+              // bf16 dot math is preferred).
+              if (M > 1 && dtype == DType::BF16 && isa == Isa::Avx512 && bf16_dot_supported()) {
                 paths.push_back({linear_impl::Path::GemmBf16Dot, "/path:gemm_bf16dot"});
+                paths.push_back({linear_impl::Path::SkinnyBf16Dot, "/path:skinny_bf16dot"});
+              }
               for (auto [path, path_name] : paths) {
               std::string name = std::string(isa_name(isa)) + "/" +
                                  (dtype == DType::F32 ? "f32" : dtype == DType::BF16 ? "bf16" : "q8_0") + "/" + s.name +

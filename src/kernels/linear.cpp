@@ -53,9 +53,9 @@ bool is_weight_dtype(DType t) {
 // packed GEMM (W widened and transposed into panels, x broadcast from registers): see
 // choose_path.
 std::atomic<int> g_forced_path{int(linear_impl::Path::Auto)};
-// Decode batches up to this many rows keep the f32 skinny tiles when the bf16-dot GEMM is
-// chosen (choose_path).
-constexpr int64_t kBf16DotMinRows = 48;
+// Under bf16 dot math, up to this many rows the dot skinny tiles, beyond them the dot GEMM
+// (choose_path).
+constexpr int64_t kBf16DotSkinnyMaxRows = 128;
 
 }  // namespace
 
@@ -82,13 +82,15 @@ linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t 
     else if (skinny) p = M <= k.skinny_max_rows ? Path::Skinny : Path::Gemm;
     else p = M <= 8 || (M <= 32 && K <= 1024) ? Path::Gemv : Path::Gemm;
   }
+  // bf16 weights with bf16 dot products chosen: the dot skinny tiles where the f32 ones
+  // would run, up to 128 rows; the dot GEMM for the rest (not the GEMV: M <= 4). Measured on
+  // an AMD EPYC Zen 5 (bench/linear_bench, 2 threads, qkv / gate_up / down of Qwen2.5-0.5B,
+  // best GFLOP/s): M = 64: dot skinny 600 / 662 / 537, dot GEMM 444 / 403 / 466; M = 128:
+  // 632 / 678 / 450 against 568 / 514 / 538 (the skinny tiles ahead on the layer's sum).
+  if (automatic && p != Path::Gemv && linear_uses_bf16_dot(dt))
+    p = p == Path::Skinny && M <= kBf16DotSkinnyMaxRows ? Path::SkinnyBf16Dot : Path::GemmBf16Dot;
+  if (p == Path::SkinnyBf16Dot && !bf16_dot_gemm_available(dt)) p = Path::Skinny;
   if (p == Path::Skinny && !skinny) p = Path::Gemv;
-  // bf16 weights with bf16 dot products chosen: the dot GEMM from 49 rows. Measured on an
-  // AMD EPYC Zen 5 (bench/linear_bench, 2 threads, qkv / gate_up / down of Qwen2.5-0.5B,
-  // GFLOP/s): M = 32: skinny 255 / 207 / 262, dot GEMM 245 / 213 / 228; M = 64: skinny
-  // 306 / 258 / 199, dot GEMM 356 / 356 / 310 (f32 GEMM 196 / 205 / 188).
-  if (automatic && M > kBf16DotMinRows && p != Path::Gemv && linear_uses_bf16_dot(dt))
-    p = Path::GemmBf16Dot;
   if (p == Path::GemmBf16Dot && !bf16_dot_gemm_available(dt)) p = Path::Gemm;
   return p;
 }
@@ -104,10 +106,11 @@ int64_t linear_impl::skinny_max_rows_for(bool avx512) {
 }
 
 const linear_impl::Kernels& linear_impl::kernels_for_path(const Kernels& k, Path p) {
-  return p == Path::GemmBf16Dot ? avx512_bf16_dot_kernels() : k;
+  return p == Path::GemmBf16Dot || p == Path::SkinnyBf16Dot ? avx512_bf16_dot_kernels() : k;
 }
 
 linear_impl::GemvFn linear_impl::rows_kernel(const Kernels& k, Path p) {
+  if (p == Path::SkinnyBf16Dot) return k.skinny_bf16;
   return p == Path::Skinny ? k.skinny : k.gemv;
 }
 
@@ -174,6 +177,13 @@ void linear_impl::force_path(Path p) { g_forced_path.store(int(p)); }
 
 const float* linear_impl::rows_for_path(const float* x, int64_t M, int64_t& ldx, int64_t K,
                                         DType dt, Path path) {
+  if (path == Path::SkinnyBf16Dot) {
+    const int64_t stride = bf16_row_stride(K);
+    float* packed = thread_scratch(3, size_t(M * stride / 2));
+    avx512_bf16_dot_kernels().pack_rows_bf16(x, M, ldx, K, reinterpret_cast<uint16_t*>(packed));
+    ldx = stride / 2;
+    return packed;
+  }
   if (path == Path::GemmBf16Dot || Path(g_forced_path.load(std::memory_order_relaxed)) != Path::Auto ||
       !linear_uses_bf16_dot(dt))
     return x;
@@ -215,7 +225,8 @@ void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const f
   x = linear_impl::rows_for_path(x, M, ldx, w.cols, w.dtype, path);
   if (linear_impl::is_gemm(path))
     run_gemm(linear_impl::kernels_for_path(kern, path), x, M, ldx, w, bias, y, ldy, pool);
-  else run_rows(linear_impl::rows_kernel(kern, path), x, M, ldx, w, bias, y, ldy, pool);
+  else run_rows(linear_impl::rows_kernel(linear_impl::kernels_for_path(kern, path), path), x, M,
+                ldx, w, bias, y, ldy, pool);
 }
 
 void embedding_lookup(const WeightView& table, const int32_t* ids, int64_t n, float* out,

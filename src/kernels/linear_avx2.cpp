@@ -341,17 +341,6 @@ struct Skinny {
     for (int m = 0; m < MM; ++m)
       for (int j = 0; j < nv; ++j) y[m * ldy + j] = bias[j] + hsum(acc[m][j]);
   }
-
-  template <DType DT>
-  static void tile_rows(int mr, const float* x, int64_t ldx, const char* const rows[kSn],
-                        int64_t K, const float bias[kSn], float* y, int64_t ldy, int nv,
-                        const char* pf, int64_t pf_bytes) {
-    switch (mr) {
-      case 1: return tile<DT, 1>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
-      case 2: return tile<DT, 2>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
-      default: return tile<DT, 3>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
-    }
-  }
 };
 
 void skinny(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,

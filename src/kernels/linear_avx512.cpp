@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "core/dtype.h"
+#include "kernels/avx512_reduce.h"
 #include "kernels/avx512_transpose.h"
 #include "kernels/linear_driver.h"
 #include "kernels/linear_impl.h"
@@ -189,24 +190,6 @@ void gemv(const float* x, int64_t M, int64_t ldx, const WeightView& w, const flo
 
 // ---- skinny (decode batches) ------------------------------------------------------
 
-// Sums of four vectors: out[0..3] = sum(a), sum(b), sum(c), sum(d).
-inline void hsum4(__m512 a, __m512 b, __m512 c, __m512 d, float out[4]) {
-  // 128-bit lanes: [a0 a1 b0 b1] + [a2 a3 b2 b3] -> lane L holds partial sums of a (L < 2) or b.
-  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
-  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, 0x44), _mm512_shuffle_f32x4(c, d, 0xee));
-  // Lanes [ab0 ab2 cd0 cd2] + [ab1 ab3 cd1 cd3]: lane 0 = a's 4 partials, 1 = b's, 2 = c's, 3 = d's.
-  __m512 s = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xdd));
-  // Within each lane: [s0+s2, s1+s3, ..] then + its neighbour: element 0 of each lane = total.
-  s = _mm512_add_ps(s, _mm512_permute_ps(s, 0x4e));
-  s = _mm512_add_ps(s, _mm512_permute_ps(s, 0xb1));
-  alignas(64) float t[16];
-  _mm512_store_ps(t, s);
-  out[0] = t[0];
-  out[1] = t[4];
-  out[2] = t[8];
-  out[3] = t[12];
-}
-
 struct Skinny {
   static constexpr int kSm = 6;  // x rows per tile
   static constexpr int kSn = 4;  // W rows per tile: 24 accumulators + 4 W + 1 x register
@@ -250,26 +233,7 @@ struct Skinny {
       }
     }
     prefetch.rest();
-#pragma GCC unroll 6
-    for (int m = 0; m < MM; ++m) {
-      float s[kSn];
-      hsum4(acc[m][0], acc[m][1], acc[m][2], acc[m][3], s);
-      for (int j = 0; j < nv; ++j) y[m * ldy + j] = bias[j] + s[j];
-    }
-  }
-
-  template <DType DT>
-  static void tile_rows(int mr, const float* x, int64_t ldx, const char* const rows[kSn],
-                        int64_t K, const float bias[kSn], float* y, int64_t ldy, int nv,
-                        const char* pf, int64_t pf_bytes) {
-    switch (mr) {
-      case 1: return tile<DT, 1>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
-      case 2: return tile<DT, 2>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
-      case 3: return tile<DT, 3>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
-      case 4: return tile<DT, 4>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
-      case 5: return tile<DT, 5>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
-      default: return tile<DT, 6>(x, ldx, rows, K, bias, y, ldy, nv, pf, pf_bytes);
-    }
+    store_tile_sums<MM>(acc, bias, y, ldy, nv);
   }
 };
 

@@ -17,6 +17,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/linear_impl.h"
 #include "kernels/quantize.h"
@@ -161,6 +162,15 @@ class SpreadPrefetch {
   int64_t lines_, steps_, next_ = 0;
 };
 
+// Kern::tile<DT, mr>(args...) for a run-time mr in [1, Kern::kSm]: a table of the kSm
+// instantiations, indexed by mr - 1. Example, kSm 6: mr 4 calls tile<DT, 4>.
+template <typename Kern, DType DT, int... I, typename... Args>
+void tile_for_rows(std::integer_sequence<int, I...>, int mr, Args... args) {
+  using Fn = void (*)(Args...);
+  static constexpr Fn table[] = {&Kern::template tile<DT, I + 1>...};
+  table[mr - 1](args...);
+}
+
 // ---- Skinny GEMM (decode batches) -----------------------------------------------------
 //
 // y[0:M, n0:n1] for a few dozen x rows at most, W read in its own dtype with no packing:
@@ -206,8 +216,10 @@ void skinny_task_t(const float* x, int64_t M, int64_t ldx, const WeightView& w,
       const int64_t ma = split_point(M, m_tiles, t);
       const int mr = int(split_point(M, m_tiles, t + 1) - ma);
       const int64_t l0 = split_point(pf_lines, m_tiles, t), l1 = split_point(pf_lines, m_tiles, t + 1);
-      Kern::template tile_rows<DT>(mr, x + ma * ldx, ldx, rows, K, b, y + ma * ldy + n, ldy, nv,
-                                   pf && l1 > l0 ? pf + 64 * l0 : nullptr, 64 * (l1 - l0));
+      tile_for_rows<Kern, DT>(std::make_integer_sequence<int, Kern::kSm>(), mr, x + ma * ldx,
+                              ldx, static_cast<const char* const*>(rows), K,
+                              static_cast<const float*>(b), y + ma * ldy + n, ldy, nv,
+                              pf && l1 > l0 ? pf + 64 * l0 : nullptr, 64 * (l1 - l0));
     }
   }
 }

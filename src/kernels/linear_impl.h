@@ -30,6 +30,15 @@ using GateUpFn = void (*)(const float* x, int64_t ldx, const WeightView& gate,
 // dst[0:n] = src[0:n] widened from `dtype` (F32, BF16 or F16) to f32.
 using WidenFn = void (*)(const void* src, DType dtype, int64_t n, float* dst);
 
+// Row stride, in bf16 elements, of x rows packed for the bf16-dot skinny tiles: K rounded
+// up to whole 32-element (512-bit) steps. Example: K 896 -> 896, K 333 -> 352.
+constexpr int64_t bf16_row_stride(int64_t K) { return (K + 31) / 32 * 32; }
+
+// dst[m * bf16_row_stride(K) + k] = bf16(x[m * ldx + k]) (round to nearest even) for k < K,
+// 0 for K <= k < bf16_row_stride(K); m < M. dst: [M, bf16_row_stride(K)] bf16 bits.
+using PackRowsBf16Fn = void (*)(const float* x, int64_t M, int64_t ldx, int64_t K,
+                                uint16_t* dst);
+
 struct Kernels {
   GemvFn gemv;
   GemmFn gemm;
@@ -44,6 +53,11 @@ struct Kernels {
   // Up to how many x rows the skinny tiles beat the packed GEMM (Auto path; beyond it the
   // GEMM). A property of the core, not only of the ISA: see skinny_max_rows_for().
   int64_t skinny_max_rows = 256;
+  // Decode batches with bf16 dot products (vdpbf16ps): the skinny tiles' contract, except
+  // that x is not f32 but rows packed by pack_rows_bf16, passed as a float pointer whose
+  // row stride ldx counts floats (bf16_row_stride(K) / 2). Null where the ISA has none.
+  GemvFn skinny_bf16 = nullptr;
+  PackRowsBf16Fn pack_rows_bf16 = nullptr;
   // The GEMM path of linear_gate_up_silu fused into one pass (silu in the tile's epilogue);
   // null where the ISA has none (then gate_up_silu_unfused).
   GateUpFn gate_up_silu = nullptr;
@@ -65,30 +79,32 @@ int64_t skinny_max_rows_for(bool avx512);
 
 // Which kernel linear() runs: chosen by shape (Auto), or forced, for tests that must cover
 // every path at every M. Process-wide; tests set it and restore Auto. Skinny falls back to
-// Gemv on an ISA without a skinny kernel; GemmBf16Dot (the GEMM of
-// linear_bf16dot_avx512.cpp) falls back to Gemm unless the weights are BF16, the active ISA
-// is AVX-512 and the CPU has AVX512_BF16 (bf16_dot_gemm_available).
-enum class Path { Auto, Gemv, Gemm, Skinny, GemmBf16Dot };
+// Gemv on an ISA without a skinny kernel; GemmBf16Dot and SkinnyBf16Dot (the kernels of
+// linear_bf16dot_avx512.cpp) fall back to Gemm and Skinny unless the weights are BF16, the
+// active ISA is AVX-512 and the CPU has AVX512_BF16 (bf16_dot_gemm_available).
+enum class Path { Auto, Gemv, Gemm, Skinny, GemmBf16Dot, SkinnyBf16Dot };
 void force_path(Path p);
 // The path linear() takes with kernels `k` for M rows of x with K columns and weights of
 // `dt` (honours force_path; never Auto; Skinny becomes Gemv for Q8_0 weights).
 Path choose_path(const Kernels& k, int64_t M, int64_t K, DType dt);
-// Whether GemmBf16Dot can run on weights of `dt` with the active ISA.
+// Whether GemmBf16Dot and SkinnyBf16Dot can run on weights of `dt` with the active ISA.
 bool bf16_dot_gemm_available(DType dt);
 // Whether path p is a packed GEMM (Gemm or GemmBf16Dot).
 constexpr bool is_gemm(Path p) { return p == Path::Gemm || p == Path::GemmBf16Dot; }
 // The kernel table that runs path p (a choose_path result) of table k: the bf16-dot table
-// for GemmBf16Dot, k otherwise.
+// for GemmBf16Dot and SkinnyBf16Dot, k otherwise.
 const Kernels& kernels_for_path(const Kernels& k, Path p);
 // x as the kernel of `path` must see it. Under bf16 dot math for weights of `dt`
 // (linear_uses_bf16_dot) the dot GEMM multiplies x rounded to bf16; so that a row's result
 // does not depend on how many rows share its call (a chunked prefill, a batch of decodes,
 // another parallel layout: they pick other paths), the other paths of an Auto choice get x
 // rounded to bf16 too, copied into this thread's scratch (slot 3; ldx becomes K). Forced
-// paths (tests) and every other case: x itself.
+// paths (tests) and every other case: x itself. SkinnyBf16Dot, forced or not: x packed by
+// pack_rows_bf16 into the same scratch (ldx becomes bf16_row_stride(K) / 2 floats).
 const float* rows_for_path(const float* x, int64_t M, int64_t& ldx, int64_t K, DType dt,
                            Path path);
-// The row-range kernel (same signature as gemv) of a Gemv or Skinny path.
+// The row-range kernel (same signature as gemv) of a Gemv, Skinny or SkinnyBf16Dot path
+// of table k (for SkinnyBf16Dot: the table kernels_for_path returns).
 GemvFn rows_kernel(const Kernels& k, Path p);
 // linear()'s argument checks (dtype, shapes, strides, null pointers); throws Error.
 void check_args(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* y,
@@ -107,7 +123,7 @@ const Kernels& avx512_bf16_dot_kernels();
 // A 64-byte aligned buffer of at least `floats` floats, owned by the calling thread and
 // reused across calls (grown, never shrunk). `slot` picks one of four independent buffers
 // (0: packed W panels, 1: packed x tiles, 2: Q8_0 rows dequantized before packing, 3: x
-// rounded to bf16 by rows_for_path).
+// rounded to bf16 or packed by rows_for_path).
 float* thread_scratch(int slot, size_t floats);
 
 }  // namespace cpinfer::linear_impl

@@ -120,7 +120,7 @@ f_auto=$(kvb "$TMP/tiny") f_f32=$(kvb "$TMP/tiny" --kv-cache-dtype f32)
 [[ $f_auto == "$f_f32" ]] || fail "f32 model: KV bytes auto $f_auto, f32 $f_f32"
 
 # --bf16-math: a value outside auto|dot|exact is refused naming the flag. On the bf16 model
-# with a 100-token prompt (the prefill GEMMs run the bf16-dot kernel from 49 rows): where
+# with a 100-token prompt (the prefill's linear layers run the bf16-dot kernels): where
 # the CPU has AVX512_BF16, dot's logits differ from exact's (activations rounded to bf16)
 # and bench latency names bf16_dot as its mfu unit; elsewhere dot falls back to exact,
 # bit for bit. exact always reports fp32_fma.

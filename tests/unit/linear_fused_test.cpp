@@ -1,10 +1,12 @@
 // linear_fused and linear_gate_up_silu give exactly what linear() per part (and silu_mul)
 // give — same kernels, same arithmetic per element — for every ISA, every path (GEMV,
-// skinny tiles, packed GEMM, the bf16-dot GEMM where the CPU has it), pools of 1 and 2 threads, odd sizes, bf16 and f32 weights and bias. (linear()
-// and silu_mul() are checked against float64 references in linear_test / elementwise_test.)
+// skinny tiles, packed GEMM, the bf16-dot GEMM and skinny tiles where the CPU has them),
+// pools of 1 and 2 threads, odd sizes, bf16 and f32 weights and bias. (linear() and
+// silu_mul() are checked against float64 references in linear_test / elementwise_test.)
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -58,7 +60,7 @@ TEST(LinearFused, EqualsLinearPerPart) {
   const Isa saved = active_isa();
   for (Isa isa : isas())
     for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny,
-                      linear_impl::Path::GemmBf16Dot})
+                      linear_impl::Path::GemmBf16Dot, linear_impl::Path::SkinnyBf16Dot})
       for (DType dt : {DType::BF16, DType::F32})
         for (int64_t M : {1, 3, 9, 40, 77})
           for (int64_t K : {64, 67}) {
@@ -103,7 +105,7 @@ TEST(LinearFused, RopeEpilogueEqualsRopeAfterwards) {
   const Isa saved = active_isa();
   for (Isa isa : isas())
     for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny,
-                      linear_impl::Path::GemmBf16Dot})
+                      linear_impl::Path::GemmBf16Dot, linear_impl::Path::SkinnyBf16Dot})
       for (int64_t D : {6, 64})
         for (int64_t M : {1, 5, 40})
           for (bool norm : {false, true}) {
@@ -170,7 +172,7 @@ TEST(LinearFused, GateUpSiluEqualsLinearThenSiluMul) {
   const Isa saved = active_isa();
   for (Isa isa : isas())
     for (auto path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny,
-                      linear_impl::Path::GemmBf16Dot})
+                      linear_impl::Path::GemmBf16Dot, linear_impl::Path::SkinnyBf16Dot})
       for (int64_t M : {1, 8, 33})
         for (int64_t F : {40, 129})
         for (int64_t K : {72, 1601}) {  // 1601: the GEMMs' K blocks (odd lengths included)
@@ -191,6 +193,39 @@ TEST(LinearFused, GateUpSiluEqualsLinearThenSiluMul) {
           }
         }
   linear_impl::force_path(linear_impl::Path::Auto);
+  set_active_isa(saved);
+}
+
+// The bf16-dot skinny tiles get x packed as bf16 rows; a part whose weights are not bf16
+// (parts of mixed dtypes) runs on those rows widened back, through the f32 skinny tiles:
+// bit for bit linear() with the f32 tiles on x rounded to bf16 beforehand.
+TEST(LinearFused, DotSkinnyRunsOtherDtypesOnTheRoundedRows) {
+  if (!isa_supported(Isa::Avx512) || !bf16_dot_supported()) {
+    std::printf("skipped: this CPU lacks AVX-512 with AVX512_BF16 (no bf16-dot skinny tiles)\n");
+    GTEST_SKIP();
+  }
+  std::mt19937 rng(21);
+  static ThreadPool two(2);
+  const Isa saved = active_isa();
+  set_active_isa(Isa::Avx512);
+  for (int64_t M : {1, 7, 30})
+    for (int64_t K : {64, 333}) {
+      const Weight a = make_weight(DType::BF16, 40, K, rng), b = make_weight(DType::F32, 24, K, rng);
+      std::vector<float> x(size_t(M * K)), xr(size_t(M * K));
+      for (auto& v : x) v = float(int(rng() % 2000) - 1000) / 377.f;  // most not bf16 values
+      for (size_t i = 0; i < x.size(); ++i) xr[i] = float(bf16(x[i]));
+      const int64_t ldy = 64;
+      std::vector<float> fused(size_t(M * ldy), -1.f), ref(size_t(M * ldy), -1.f);
+      const LinearPart parts[2] = {{a.view, nullptr, fused.data(), ldy},
+                                   {b.view, nullptr, fused.data() + 40, ldy}};
+      linear_impl::force_path(linear_impl::Path::SkinnyBf16Dot);
+      linear_fused(x.data(), M, K, parts, two);
+      linear(x.data(), M, K, a.view, nullptr, ref.data(), ldy, two);  // the dot tiles
+      linear_impl::force_path(linear_impl::Path::Skinny);
+      linear(xr.data(), M, K, b.view, nullptr, ref.data() + 40, ldy, two);
+      linear_impl::force_path(linear_impl::Path::Auto);
+      EXPECT_TRUE(same_bits(fused, ref)) << "M " << M << " K " << K;
+    }
   set_active_isa(saved);
 }
 

@@ -73,6 +73,7 @@ const char* path_name(linear_impl::Path p) {
     case linear_impl::Path::Gemm: return "gemm";
     case linear_impl::Path::Skinny: return "skinny";
     case linear_impl::Path::GemmBf16Dot: return "gemm_bf16dot";
+    case linear_impl::Path::SkinnyBf16Dot: return "skinny_bf16dot";
     default: return "auto";
   }
 }
@@ -424,12 +425,14 @@ std::vector<float> rounded_to_bf16(const std::vector<float>& x) {
   return r;
 }
 
-// Every M of the sweep, odd N and K (odd K: a padded last pair), bias or not, 1 and 2
-// threads, dense and padded strides.
+// Both dot paths (the GEMM and the skinny tiles), every M of the sweep, odd N and K (odd K:
+// a padded last pair; K % 32 != 0: a masked last step of the skinny tiles), bias or not,
+// 1 and 2 threads, dense and padded strides.
 TEST(LinearBf16Dot, MatchesFloat64ReferenceOnRoundedX) {
   if (!bf16_dot_runs()) GTEST_SKIP() << "no AVX512_BF16";
   IsaScope isa(Isa::Avx512);
-  PathScope path(linear_impl::Path::GemmBf16Dot);
+  for (linear_impl::Path dot_path : {linear_impl::Path::GemmBf16Dot, linear_impl::Path::SkinnyBf16Dot}) {
+  PathScope path(dot_path);
   std::mt19937 rng(11);
   double worst_rounding = 0;  // error vs the unrounded reference / (2^-8 sum|xw|)
   for (int64_t M : kMs)
@@ -452,7 +455,8 @@ TEST(LinearBf16Dot, MatchesFloat64ReferenceOnRoundedX) {
               linear(padded ? x_padded.data() : x.data(), M, ldx,
                      padded ? w_padded.view() : w_dense.view(), b, y.data(), ldy,
                      pool_of(threads));
-              const std::string what = "M=" + std::to_string(M) + " N=" + std::to_string(N) +
+              const std::string what = std::string(path_name(dot_path)) + " M=" +
+                                       std::to_string(M) + " N=" + std::to_string(N) +
                                        " K=" + std::to_string(K) + (with_bias ? " bias" : "") +
                                        " threads=" + std::to_string(threads) +
                                        (padded ? " padded" : " dense");
@@ -467,16 +471,19 @@ TEST(LinearBf16Dot, MatchesFloat64ReferenceOnRoundedX) {
                 }
             }
         }
-  std::printf("bf16-dot GEMM: worst error vs unrounded x / (2^-8 sum|xw|) = %.3f (limit 1 + "
-              "the f32 part)\n", worst_rounding);
+  std::printf("%s: worst error vs unrounded x / (2^-8 sum|xw|) = %.3f (limit 1 + the f32 "
+              "part)\n", path_name(dot_path), worst_rounding);
+  }
 }
 
 // K = 4864 (qwen2.5's down projection): K blocks of 694-695 elements, some odd, so pairs
-// restart at odd offsets of the row; M past one 14-row tile and one thread's share.
+// restart at odd offsets of the row; M past one 14-row tile and one thread's share. The
+// skinny tiles too (152 steps of 32 K each, the next W rows prefetched over them).
 TEST(LinearBf16Dot, LargeKMatchesFloat64ReferenceOnRoundedX) {
   if (!bf16_dot_runs()) GTEST_SKIP() << "no AVX512_BF16";
   IsaScope isa(Isa::Avx512);
-  PathScope path(linear_impl::Path::GemmBf16Dot);
+  for (linear_impl::Path dot_path : {linear_impl::Path::GemmBf16Dot, linear_impl::Path::SkinnyBf16Dot}) {
+  PathScope path(dot_path);
   const int64_t N = 96, K = 4864;
   std::mt19937 rng(13);
   const TestWeights w = make_weights(DType::BF16, N, K, K,
@@ -486,7 +493,8 @@ TEST(LinearBf16Dot, LargeKMatchesFloat64ReferenceOnRoundedX) {
     const Reference ref = reference(rounded_to_bf16(x), w, nullptr, M);
     std::vector<float> y(size_t(M * N), kYSentinel);
     linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(2));
-    EXPECT_EQ(compare(y, M, N, N, K, ref, "M=" + std::to_string(M)), 0);
+    EXPECT_EQ(compare(y, M, N, N, K, ref, std::string(path_name(dot_path)) + " M=" + std::to_string(M)), 0);
+  }
   }
 }
 
@@ -502,7 +510,7 @@ TEST(LinearBf16Dot, EveryAutoPathSeesRoundedX) {
   const TestWeights w = make_weights(DType::BF16, N, K, K,
                                      random_values(rng, size_t(N * K), DType::BF16));
   for (int64_t M : {int64_t(1), int64_t(4), int64_t(5), int64_t(30), int64_t(48), int64_t(49),
-                    int64_t(200)}) {
+                    int64_t(128), int64_t(129), int64_t(200)}) {
     const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
     const Reference ref = reference(rounded_to_bf16(x), w, nullptr, M);
     for (int threads : {1, 2}) {
@@ -543,14 +551,42 @@ TEST(LinearBf16Dot, PathChoiceFollowsTheSetting) {
     }
     EXPECT_EQ(linear_impl::choose_path(k, 2048, 896, DType::BF16),
               here && amd ? Path::GemmBf16Dot : Path::Gemm) << isa_name(isa);
-    // Decode batches up to 48 rows keep the f32 kernels; from 49 rows the dot GEMM.
+    // Under Dot: the dot skinny tiles where the f32 math takes the f32 ones, up to 128
+    // rows; the GEMV where that math takes it (M <= 4); the dot GEMM for the rest.
+    constexpr int64_t kMaxM = 300;
+    std::vector<Path> f32_paths(kMaxM + 1);
+    {
+      Bf16MathScope m(Bf16Math::F32);
+      for (int64_t M = 1; M <= kMaxM; ++M) f32_paths[size_t(M)] = linear_impl::choose_path(k, M, 896, DType::BF16);
+    }
     {
       Bf16MathScope m(Bf16Math::Dot);
-      EXPECT_NE(linear_impl::choose_path(k, 48, 896, DType::BF16), Path::GemmBf16Dot);
-      EXPECT_EQ(linear_impl::choose_path(k, 49, 896, DType::BF16), dot_or_gemm == Path::Gemm
-                    ? linear_impl::choose_path(k, 49, 896, DType::F32) : Path::GemmBf16Dot);
+      for (int64_t M = 1; M <= kMaxM; ++M) {
+        const Path f32 = f32_paths[size_t(M)];
+        const Path want = !here || f32 == Path::Gemv ? f32
+                          : f32 == Path::Skinny && M <= 128 ? Path::SkinnyBf16Dot
+                                                            : Path::GemmBf16Dot;
+        EXPECT_EQ(linear_impl::choose_path(k, M, 896, DType::BF16), want) << isa_name(isa) << " M " << M;
+      }
+      // Fixed points of that rule.
+      EXPECT_EQ(linear_impl::choose_path(k, 4, 896, DType::BF16), Path::Gemv) << isa_name(isa);
+      EXPECT_EQ(linear_impl::choose_path(k, 8, 896, DType::BF16),
+                here ? Path::SkinnyBf16Dot : linear_impl::choose_path(k, 8, 896, DType::F32))
+          << isa_name(isa);
+      if (here && amd) {
+        EXPECT_EQ(linear_impl::choose_path(k, 128, 896, DType::BF16), Path::SkinnyBf16Dot);
+        EXPECT_EQ(linear_impl::choose_path(k, 129, 896, DType::BF16), Path::GemmBf16Dot);
+      }
     }
-    // Forced, it runs where it can and falls back to the f32 GEMM elsewhere.
+    // Forced, each dot path runs where it can and falls back to its f32 twin elsewhere (the
+    // skinny tiles to the GEMV on an ISA or dtype without them).
+    const Path f32_skinny = k.skinny ? Path::Skinny : Path::Gemv;
+    {
+      PathScope forced(Path::SkinnyBf16Dot);
+      EXPECT_EQ(linear_impl::choose_path(k, 3, 896, DType::BF16), here ? Path::SkinnyBf16Dot : f32_skinny);
+      EXPECT_EQ(linear_impl::choose_path(k, 3, 896, DType::F32), f32_skinny);
+      EXPECT_EQ(linear_impl::choose_path(k, 3, 896, DType::Q8_0), Path::Gemv);
+    }
     PathScope forced(Path::GemmBf16Dot);
     EXPECT_EQ(linear_impl::choose_path(k, 3, 896, DType::BF16), dot_or_gemm);
     EXPECT_EQ(linear_impl::choose_path(k, 3, 896, DType::F32), Path::Gemm);
