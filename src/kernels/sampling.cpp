@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -55,6 +56,55 @@ void validate_sampling(const SamplingParams& p) {
               "logit_bias {} for token id {} is invalid: it must be in [-100, 100]", bias, id);
 }
 
+namespace {
+// Index of the first largest value of x[b, e) (ties: the lowest index; a NaN never wins
+// unless it is x[b], as in the plain loop `if (x[i] > x[best]) best = i`). kLanes
+// independent running maxima (lane j sees b + j, b + j + kLanes, ...) so the compiler can
+// keep them in one vector register and the loop has no dependency from one element to the
+// next; the lanes are then merged by value, ties to the lower index. Example, kLanes 4,
+// x = [1 5 2 5 | 0 5 9 9]: lanes hold (1@0, 5@5, 9@6, 5@3) -> 9@6.
+int64_t argmax_range(const float* x, int64_t b, int64_t e) {
+  // Lane l of vector v: the first largest of x[b + 4 v + l + 16 k], k = 0, 1, ..., as (value,
+  // offset from b); offset -1 while the lane saw nothing above -inf (a NaN never enters).
+  // GCC/Clang vector types: SSE2 on baseline x86-64, whatever the target has elsewhere.
+  typedef float F4 __attribute__((vector_size(16)));
+  typedef int32_t I4 __attribute__((vector_size(16)));
+  constexpr int kVecs = 4, kLanes = 4 * kVecs;
+  int64_t best = b;
+  if (e - b >= 2 * kLanes && !std::isnan(x[b])) {
+    F4 m[kVecs];
+    I4 at[kVecs], off[kVecs];
+    for (int v = 0; v < kVecs; ++v) {
+      m[v] = F4{} - INFINITY;
+      at[v] = I4{} - 1;
+      off[v] = I4{0, 1, 2, 3} + 4 * v;
+    }
+    const int64_t n = (e - b) / kLanes * kLanes;  // a thread's chunk is far below 2^31
+    for (int64_t i = 0; i < n; i += kLanes)
+      for (int v = 0; v < kVecs; ++v) {
+        F4 xv;
+        std::memcpy(&xv, x + b + i + 4 * v, sizeof xv);
+        const I4 gt = xv > m[v];  // all ones where greater
+        m[v] = gt ? xv : m[v];
+        at[v] = gt ? off[v] : at[v];
+        off[v] += kLanes;
+      }
+    for (int v = 0; v < kVecs; ++v)
+      for (int l = 0; l < 4; ++l) {
+        if (at[v][l] < 0) continue;
+        const int64_t c = b + at[v][l];
+        if (x[c] > x[best] || (x[c] == x[best] && c < best)) best = c;
+      }
+    for (int64_t i = b + n; i < e; ++i)
+      if (x[i] > x[best]) best = i;
+    return best;
+  }
+  for (int64_t i = b + 1; i < e; ++i)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+}  // namespace
+
 int32_t argmax(const float* logits, int64_t V, ThreadPool& pool) {
   PhaseScope ps(Phase::Sampling, pool);
   CPI_ASSERT(V > 0);
@@ -65,10 +115,7 @@ int32_t argmax(const float* logits, int64_t V, ThreadPool& pool) {
   pool.run(nt, [&](int64_t t, int) {
     int64_t b = t * step, e = std::min(V, b + step);
     if (b >= e) return;
-    int64_t bi = b;
-    for (int64_t i = b + 1; i < e; ++i)
-      if (logits[i] > logits[bi]) bi = i;
-    best[size_t(t)] = bi;
+    best[size_t(t)] = argmax_range(logits, b, e);
   });
   int64_t bi = -1;
   for (int64_t c : best)

@@ -158,6 +158,41 @@ TEST(Sampling, GreedyIsArgmaxLowestIndexOnTies) {
   EXPECT_EQ(sample_token(l.data(), 1001, {}, rng, pool), 500);
 }
 
+// argmax against the plain loop `if (x[i] > x[best]) best = i` (first index of the largest
+// value; a NaN never wins unless it is first) over odd sizes, 1 and 2 threads, and values
+// drawn from a small set so ties, -0 / +0, -inf and NaN all occur, at every position
+// (the vector lanes, the tail past whole blocks, a thread's chunk boundary).
+TEST(Sampling, ArgmaxMatchesThePlainLoop) {
+  const float kValues[] = {-INFINITY, -1.f, -0.f, 0.f, 0.5f, 2.f, 2.f, NAN};
+  std::mt19937 gen(7);
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    for (int64_t V : {1, 2, 15, 31, 32, 33, 47, 64, 65, 100, 1001, 4099}) {
+      for (int trial = 0; trial < 40; ++trial) {
+        std::vector<float> x(static_cast<size_t>(V));
+        // Mostly ordinary values; some trials use only the awkward ones.
+        std::uniform_int_distribution<int> pick(0, trial % 4 == 0 ? 7 : 5);
+        std::uniform_real_distribution<float> real(-5.f, 5.f);
+        for (auto& v : x) v = trial % 2 ? kValues[pick(gen)] : real(gen);
+        if (trial % 5 == 1) x[size_t(gen() % uint64_t(V))] = NAN;
+        if (trial % 7 == 3) x[0] = NAN;  // the plain loop then returns a chunk's first index
+        // The threads' chunks are [0, ceil(V / t)), ...: the answer of each chunk by the
+        // plain loop, merged as argmax merges them.
+        const int64_t step = (V + threads - 1) / threads;
+        int64_t want = -1;
+        for (int64_t b = 0; b < V; b += step) {
+          int64_t best = b;
+          for (int64_t i = b + 1; i < std::min(V, b + step); ++i)
+            if (x[size_t(i)] > x[size_t(best)]) best = i;
+          if (want < 0 || x[size_t(best)] > x[size_t(want)]) want = best;
+        }
+        ASSERT_EQ(argmax(x.data(), V, pool), want) << "V " << V << " trial " << trial
+                                                    << " threads " << threads;
+      }
+    }
+  }
+}
+
 TEST(Sampling, TemperatureTopKTopPFollowTheDistribution) {
   ThreadPool pool(1);
   // logits ln(p) for p = {0.5, 0.3, 0.15, 0.05}
