@@ -393,7 +393,7 @@ TEST(Attention, Bf16DotPrefill) {
 
 // The sweeps' edge shapes at small lengths (page 1, an odd group, head_dim 40, an empty query
 // row set, a bf16 cache with both dot-product modes), cheap enough to run under ASan +
-// UBSan, where the three sweeps above are left out for time (scripts/sanitizer_test.sh).
+// UBSan, where the four sweeps above are left out for time (scripts/sanitizer_test.sh).
 TEST(Attention, EdgeShapesSmall) {
   const struct { int64_t page, group, d; } shapes[] = {{1, 7, 40}, {8, 1, 32}, {64, 16, 128},
                                                         {16, 2, 64}};
@@ -407,6 +407,11 @@ TEST(Attention, EdgeShapesSmall) {
   Data x = make_data({1, 1, 64}, {17, 300, 80}, 16, 2, 128, 16, true, DType::BF16, 16, 5);
   check_all(x, reference(x, x.k, x.v));
   check_all(x, reference(x, x.k_raw, x.v_raw, Bound::kBf16Dot), kTol, true, Bf16Math::Dot);
+  // Bf16DotPrefill's odd corner (group 7, head_dim 40, page 1), at its two smaller batches.
+  for (bool causal : {true, false}) {
+    Data y = make_data({9, 33}, {9, 133}, 14, 2, 40, 1, causal, DType::BF16, 16, 7040 + causal);
+    check_all(y, reference(y, y.k_raw, y.v_raw, Bound::kBf16Dot), kTol, true, Bf16Math::Dot);
+  }
 }
 
 // The straightforward kernel is the benchmark's baseline: it must be right too.
