@@ -69,6 +69,21 @@ async function metrics(url) {
   return m;
 }
 // Sum of every series of `name` whose labels include all of `want` (e.g. finished_reason="x").
+// A series' value after warm-up (first sample at >= warmT) and last, its growth from tailFrom
+// to the end, and its least-squares slope after warm-up, per minute.
+function trend(samples, key, warmT, tailFrom) {
+  const last = samples[samples.length - 1];
+  const warm = samples.find((x) => x.t >= warmT) || last;
+  const tailFirst = samples.find((x) => x.t >= tailFrom) || last;
+  const fit = samples.filter((x) => x.t >= warm.t);
+  const mt = fit.reduce((q, x) => q + x.t, 0) / fit.length, mv = fit.reduce((q, x) => q + x[key], 0) / fit.length;
+  const sxx = fit.reduce((q, x) => q + (x.t - mt) ** 2, 0);
+  const slope = sxx > 0 ? (60 * fit.reduce((q, x) => q + (x.t - mt) * (x[key] - mv), 0)) / sxx : 0;
+  return { first: +samples[0][key].toFixed(1), after_warmup: +warm[key].toFixed(1), last: +last[key].toFixed(1),
+    tail: { from_t: tailFirst.t, first: +tailFirst[key].toFixed(1), growth: +((last[key] - tailFirst[key]) / tailFirst[key]).toFixed(5) },
+    slope_mb_per_min_after_warmup: +slope.toFixed(4) };
+}
+
 function metricSum(m, name, want = []) {
   let s = 0;
   for (const [k, v] of m) {
@@ -225,6 +240,19 @@ async function main() {
     if (v !== null) rss.push({ t: +((performance.now() - t0) / 1000).toFixed(1), mb: +v.toFixed(1) });
   }, 2000);
   rss.push({ t: 0, mb: readRss(a.pid) });
+  // The server's C heap beside RSS (cpinfer:heap_in_use_bytes / heap_free_bytes of /metrics,
+  // where the server reports them): live data growing vs malloc keeping freed memory.
+  const heap = [];
+  const sampleHeap = async () => {
+    const t = +((performance.now() - t0) / 1000).toFixed(1);
+    try {
+      const m = await metrics(a.url);
+      if (m.has('cpinfer:heap_in_use_bytes'))
+        heap.push({ t, in_use: m.get('cpinfer:heap_in_use_bytes') / 1e6, free: m.get('cpinfer:heap_free_bytes') / 1e6 });
+    } catch { /* a busy server: skip this sample */ }
+  };
+  const heapSampler = setInterval(sampleHeap, 2000);
+  await sampleHeap();
 
   const results = [];
   const deadline = t0 + a.duration * 1000;
@@ -274,6 +302,8 @@ async function main() {
   await sleep(2500);  // one more RSS sample once idle
   clearInterval(sampler);
   rss.push({ t: +((performance.now() - t0) / 1000).toFixed(1), mb: readRss(a.pid) });
+  clearInterval(heapSampler);
+  await sampleHeap();
   const pagesAfter = pageState(after);
   const succAfter = successCounts(after);
   const serverRefused = metricSum(after, 'cpinfer:http_error_responses_total', ['status="400"']) - refusedBefore;
@@ -347,6 +377,8 @@ async function main() {
       growth_after_warmup: +growth.toFixed(4), tolerance: a.rssTolerance, samples: rss.length,
       tail: { from_t: tailFirst.t, first: tailFirst.mb, growth: +tailGrowth.toFixed(5) },
       slope_mb_per_min_after_warmup: +slope.toFixed(4) },
+    heap_mb: heap.length ? { samples: heap.length, in_use: trend(heap, 'in_use', warm.t, tailFrom),
+      free: trend(heap, 'free', warm.t, tailFrom) } : null,
     greedy: greedyRes ? { n: greedyRes.length, finished: gFinished, out: a.greedyOut } : null,
     failures, pass: failures.length === 0,
   };

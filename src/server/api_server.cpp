@@ -330,7 +330,8 @@ void ApiServer::routes() {
       errors = error_responses_;
     }
     res.set_content(render_prometheus(engine_.metrics(), opts_.served_model_name) +
-                        render_error_responses(errors, opts_.served_model_name),
+                        render_error_responses(errors, opts_.served_model_name) +
+                        render_process_memory(),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   s.Post("/tokenize", guarded(true, [this](const httplib::Request& req, httplib::Response& res) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/memory.h"
+
 namespace cpinfer {
 
 namespace {
@@ -116,6 +118,23 @@ std::string render_error_responses(const std::map<int, uint64_t>& by_status,
          "HTTP responses sent with an error status (4xx/5xx), by status.");
   for (const auto& [status, n] : by_status)
     o += fmt::format("cpinfer:http_error_responses_total{{{},status=\"{}\"}} {}\n", L, status, n);
+  return o;
+}
+
+std::string render_process_memory() {
+  std::string o;
+  header(o, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+  o += fmt::format("process_resident_memory_bytes {}\n", current_rss_bytes());
+  HeapStats h;
+  if (heap_stats(&h)) {
+    header(o, "cpinfer:heap_in_use_bytes", "gauge",
+           "Bytes of the C heap in chunks the server holds (all malloc arenas, mmap-ed chunks "
+           "included).");
+    o += fmt::format("cpinfer:heap_in_use_bytes {}\n", h.in_use_bytes);
+    header(o, "cpinfer:heap_free_bytes", "gauge",
+           "Free bytes malloc keeps in its arenas (freed, not yet returned to the system).");
+    o += fmt::format("cpinfer:heap_free_bytes {}\n", h.free_bytes);
+  }
   return o;
 }
 

@@ -18,4 +18,9 @@ std::string render_prometheus(const EngineMetrics& m, const std::string& model_n
 std::string render_error_responses(const std::map<int, uint64_t>& by_status,
                                    const std::string& model_name);
 
+// The serving process's memory (rank 0's: the one with the HTTP server):
+// process_resident_memory_bytes (Prometheus's standard name), and where the C library can
+// tell, cpinfer:heap_in_use_bytes and cpinfer:heap_free_bytes (core/memory.h HeapStats).
+std::string render_process_memory();
+
 }  // namespace cpinfer

@@ -141,7 +141,8 @@ JSON
   curl -s "$URL/metrics" >"$TMP/metrics.txt"
   for m in vllm:time_to_first_token_seconds_bucket vllm:inter_token_latency_seconds_bucket \
            vllm:e2e_request_latency_seconds_count vllm:num_requests_running \
-           vllm:num_requests_waiting vllm:kv_cache_usage_perc; do
+           vllm:num_requests_waiting vllm:kv_cache_usage_perc process_resident_memory_bytes \
+           cpinfer:heap_in_use_bytes cpinfer:heap_free_bytes; do
     grep -q "^$m" "$TMP/metrics.txt" || fail "/metrics lacks $m"
   done
 }

@@ -4,11 +4,14 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
+#include <vector>
 
 #include "core/cpu_features.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "core/thread_pool.h"
 
 namespace cpinfer {
@@ -51,6 +54,35 @@ TEST(Dtype, NamesRoundTrip) {
   }
   DType x;
   EXPECT_FALSE(dtype_from_name("F8_E4M3X", &x));
+}
+
+// The heap figures follow what the program holds: 48 MB in one large block (malloc maps it)
+// and 24 MB in 96k small blocks (arena chunks) raise in_use by at least that much, and
+// freeing them lowers it again; RSS sees the touched pages.
+TEST(Memory, HeapStatsFollowAllocations) {
+  HeapStats before;
+  if (!heap_stats(&before)) GTEST_SKIP() << "the C library reports no heap statistics";
+  const int64_t rss0 = current_rss_bytes();
+  constexpr size_t kBig = 48u << 20, kSmall = 256, kCount = 96 * 1024;
+  char* volatile big = static_cast<char*>(std::malloc(kBig));
+  ASSERT_NE(big, nullptr);
+  std::memset(big, 1, kBig);
+  std::vector<char*> small(kCount);
+  for (auto& p : small) {
+    p = static_cast<char*>(std::malloc(kSmall));
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 2, kSmall);
+  }
+  HeapStats held;
+  ASSERT_TRUE(heap_stats(&held));
+  EXPECT_GE(held.in_use_bytes - before.in_use_bytes, int64_t(kBig + kSmall * kCount));
+  EXPECT_GE(current_rss_bytes() - rss0, int64_t(kBig));
+  std::free(big);
+  for (char* p : small) std::free(p);
+  HeapStats after;
+  ASSERT_TRUE(heap_stats(&after));
+  EXPECT_LE(after.in_use_bytes, held.in_use_bytes - int64_t(kBig + kSmall * kCount));
+  EXPECT_GE(after.free_bytes, 0);
 }
 
 TEST(ThreadPool, RunsEveryTaskOnce) {
