@@ -17,6 +17,9 @@
 //   spinning rank can wait longer for a descheduled peer: 2 ranks on a busy 2-core host saw
 //   8 ms per small all-gather instead of 10 us.)
 // - `--oversubscribe` when ranks > CPUs (OpenMPI refuses otherwise).
+// - `--mca btl self,vader`: the ranks share this host, so shared memory carries everything
+//   and OpenMPI's TCP transport, which would listen on every interface in each rank, stays
+//   off (unless the environment names its own OMPI_MCA_btl).
 // - `-q`: MPI_Abort would print a 7-line banner after our own one-line error.
 // - `btl_vader_single_copy_mechanism none` only when this process cannot use
 //   process_vm_readv (seccomp in some containers): vader's default CMA copies then fail.
@@ -135,6 +138,11 @@ std::vector<std::string> mpirun_command(const std::string& mpirun, const std::st
   if (!cma_allowed()) {
     for (const char* s : {"--mca", "btl_vader_single_copy_mechanism", "none"}) cmd.push_back(s);
   }
+  // Every rank is on this host: shared memory carries all traffic, and without the TCP
+  // transport no rank listens on a port of every interface (OpenMPI's TCP BTL otherwise
+  // opens one per rank on 0.0.0.0 and ::). A user's own OMPI_MCA_btl wins.
+  if (!has_env("OMPI_MCA_btl"))
+    for (const char* s : {"--mca", "btl", "self,vader"}) cmd.push_back(s);
   cmd.push_back("-x");
   cmd.push_back(fmt::format("{}={}", kThreadsPerRankEnv, threads));
   cmd.push_back("-x");

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "server/api_error.h"
+#include "server/listen_backlog.h"
 #include "core/constant_time.h"
 #include "server/openai_responses.h"
 #include "server/prometheus.h"
@@ -191,6 +192,9 @@ int ApiServer::bind() {
               "cannot listen on {}:{} (is the port in use, or the address not local?)",
               opts_.host, port);
   }
+  if (raise_listen_backlog(port, kApiListenBacklog) == 0)
+    CPI_LOG_WARN("could not raise the accept queue of port {} to {} (it stays at cpp-httplib's 5)",
+             port, kApiListenBacklog);
   return port;
 }
 

@@ -95,6 +95,12 @@ curl_checks() {
   expect_error 413 "body over the cap" POST /v1/completions --data-binary "@$TMP/big.json"
   # Malformed HTTP on a raw socket must not hurt the server.
   local hp=${URL#http://}
+  # The API socket's accept queue: raised from cpp-httplib's 5 to 2048 (the kernel caps it at
+  # net.core.somaxconn); `ss` shows a listening socket's backlog as its Send-Q.
+  local backlog want_backlog
+  backlog=$(ss -Hltn "sport = :${hp#*:}" | awk '{print $3}' | sort -n | head -1)
+  want_backlog=$(($(cat /proc/sys/net/core/somaxconn) < 2048 ? $(cat /proc/sys/net/core/somaxconn) : 2048))
+  [[ "$backlog" == "$want_backlog" ]] || fail "API socket backlog $backlog, expected $want_backlog"
   { printf 'GARBAGE \x01\x02 HTTP/9\r\n\r\n' >"/dev/tcp/${hp%:*}/${hp#*:}"; } 2>/dev/null || true
   { printf 'POST /v1/completions HTTP/1.1\r\nContent-Length: 999999999999\r\n\r\n{' >"/dev/tcp/${hp%:*}/${hp#*:}"; } 2>/dev/null || true
   # tokenize / detokenize round trip, against `cpinfer tokenize`.
@@ -180,6 +186,17 @@ prefix_cache_checks() {
 run_layout() {  # run_layout NAME RANKS layout-args...
   local name=$1 ranks=$2; shift 2
   start_server "$name" "$@"
+  # No process of the job listens beyond loopback (the server's --host is 127.0.0.1 here): not
+  # the API, not the rank watchdog, and no rank's MPI transport (a job on one host uses
+  # shared memory only). mpirun's own sockets are OpenMPI's runtime, not checked here.
+  local open pids=" $SERVER_PID " frontier=$SERVER_PID
+  while [[ -n "$frontier" ]]; do  # the server's process tree: launcher, mpirun, ranks
+    frontier=$(for p in $frontier; do ps -o pid= --ppid "$p" || true; done | xargs)
+    pids+="$frontier "
+  done
+  open=$(ss -Hltnp | grep -F '"cpinfer"' | awk -v pids="$pids" '$4 !~ /^127\.0\.0\.1:/ {
+    if (match($0, /pid=[0-9]+/) && index(pids, " " substr($0, RSTART + 4, RLENGTH - 4) " ")) print }')
+  [[ -z "$open" ]] || fail "$name: a process of the job listens beyond loopback: $open"
   curl_checks "$ranks"
   prefix_cache_checks "${CACHING:-1}"
   node "$SRC/tests/server/openai_client_test.mjs" "$URL" "$KEY" tiny "$TMP/$name.answers.json" ||

@@ -76,6 +76,10 @@ TEST(Launcher, LayoutFlagsParseWithVllmNames) {
 }
 
 TEST(Launcher, MpirunCommand) {
+  // The transports are the launcher's choice only without the user's OMPI_MCA_btl.
+  const char* user_btl = std::getenv("OMPI_MCA_btl");
+  const std::string saved_btl = user_btl ? user_btl : "";
+  ::unsetenv("OMPI_MCA_btl");
   const int cpus = available_cpus();
   const int n = cpus + 2;  // always oversubscribed
   auto cmd = mpirun_command("/usr/bin/mpirun", "/x/cpinfer", {"cpinfer", "generate", "-tp", "2"},
@@ -88,6 +92,8 @@ TEST(Launcher, MpirunCommand) {
   EXPECT_TRUE(has({"--bind-to", "none"}));
   EXPECT_TRUE(has({"--oversubscribe"}));
   EXPECT_TRUE(has({"--mca", "mpi_yield_when_idle", "1"}));
+  // One host: shared memory only (no TCP transport listening on every interface) ...
+  EXPECT_TRUE(has({"--mca", "btl", "self,vader"}));
   EXPECT_TRUE(has({"-x", "CPINFER_THREADS_PER_RANK=1"}));
   EXPECT_TRUE(has({"/x/cpinfer", "generate", "-tp", "2"}));
   EXPECT_EQ(cmd.back(), "2");
@@ -102,6 +108,12 @@ TEST(Launcher, MpirunCommand) {
   EXPECT_EQ(has({"--mca", "mpi_yield_when_idle", "1"}), 7 > cpus);
   cmd = mpirun_command("mpirun", "/x/cpinfer", {"cpinfer"}, 1, cpus + 1);
   EXPECT_TRUE(has({"--mca", "mpi_yield_when_idle", "1"}));
+  // ... unless the user chose the transports.
+  ::setenv("OMPI_MCA_btl", "tcp,self", 1);
+  cmd = mpirun_command("mpirun", "/x/cpinfer", {"cpinfer"}, 2, 1);
+  EXPECT_FALSE(has({"--mca", "btl", "self,vader"}));
+  if (user_btl) ::setenv("OMPI_MCA_btl", saved_btl.c_str(), 1);
+  else ::unsetenv("OMPI_MCA_btl");
 }
 
 TEST(Launcher, ThreadsPerRank) {
