@@ -18,7 +18,8 @@
 # finish_reason), the processes left (cpinfer by this run's unique model path, and anything
 # still running in the namespaces, e.g. an orted) at the end, and, after a fault the job
 # survived, whether a new request is served. One JSON line per fault to $OUT (default
-# bench/results/fault_table.jsonl). FAULTS="kill-decode cut-2s" runs a subset.
+# bench/results/fault_table.jsonl; the file is rewritten). FAULTS="kill-decode cut-2s" runs a
+# subset; MPIRUN_EXTRA adds mpirun arguments.
 # Needs root (CAP_SYS_ADMIN), iproute2, mpirun, curl, jq, node.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -58,6 +59,9 @@ fail() { echo "fault_table: $*" >&2; exit 1; }
 two_hosts_up
 two_hosts_mpirun "$TMP" 2
 MPIRUN+=(-np 4 --map-by slot -x CPINFER_THREADS_PER_RANK=1)
+# MPIRUN_EXTRA: more mpirun arguments (e.g. OpenMPI's daemon keepalive settings), word-split.
+# shellcheck disable=SC2206
+MPIRUN+=(${MPIRUN_EXTRA:-})
 nsa() { ip netns exec "$NS_A" "$@"; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }

@@ -147,7 +147,11 @@ async function streamCompletion(a, body, disconnectAfter) {
       body: JSON.stringify(body), signal: ctl.signal,
     });
   } catch (e) {
-    return { outcome: 'error', reason: `fetch: ${e.cause?.code || e.message}` };
+    // When (seconds into the run is in the caller's list) and how long after sending it
+    // failed: a reset within a millisecond or two is a pooled connection the server had
+    // already closed; a later one happened while the server held the request.
+    return { outcome: 'error', reason: `fetch: ${e.cause?.code || e.message}`,
+             after_ms: +(performance.now() - t0).toFixed(1), prompt_tokens: body.prompt.length };
   }
   if (res.status !== 200) {
     let msg = '';
@@ -282,8 +286,10 @@ async function main() {
           stream_options: { include_usage: true }, temperature: r() < 0.5 ? 0 : 0.8, ignore_eos: r() < 0.5 };
         if (mt >= 4 && r() < a.disconnect) disconnectAfter = 1 + Math.floor(r() * Math.floor(mt / 2));
       }
+      const sent = +((performance.now() - t0) / 1000).toFixed(1);
       const res = await streamCompletion(a, body, disconnectAfter);
       res.kind = kind;
+      res.sent_s = sent;
       results.push(res);
     }
   }
@@ -368,6 +374,8 @@ async function main() {
     elapsed_s: +elapsed.toFixed(1), prompt_tokens: [a.minPrompt, a.maxPrompt], max_tokens_max: a.maxTokensMax,
     requests: results.length + (greedyRes ? greedyRes.length : 0), finished: finished + gFinished,
     cancelled, rejected, errors, by_reason: byReason,
+    error_details: results.filter((x) => x.outcome === 'error').slice(0, 20)
+      .map(({ reason, kind, sent_s, after_ms, prompt_tokens }) => ({ reason, kind, sent_s, after_ms, prompt_tokens })),
     server_counts: srv, server_refused_400: serverRefused, raced_disconnects: raced, preemptions,
     ttft_s: { p50: pct(ok.map((x) => x.ttft), 50), p99: pct(ok.map((x) => x.ttft), 99) },
     e2e_s: { p50: pct(ok.map((x) => x.e2e), 50), p99: pct(ok.map((x) => x.e2e), 99) },

@@ -67,6 +67,17 @@ stop_server() {  # SIGTERM: graceful, must exit within 60 s
   echo "server stopped (status $rc)"
 }
 
+# The host's TCP counters that tell connection trouble apart (nstat, from iproute2): accept
+# queue overflows, resets sent for data on a closed socket, resets of established
+# connections. Printed as the change over each run (other traffic on the host counts too).
+tcp_counters() {
+  nstat -az 2>/dev/null | awk '$1 ~ /^(TcpExtListenOverflows|TcpExtTCPAbortOnData|TcpEstabResets)$/ {printf "%s=%s ", $1, $2}'
+}
+tcp_delta() {  # tcp_delta "BEFORE" "AFTER"
+  join <(tr ' ' '\n' <<<"$1" | grep = | tr = ' ' | sort) <(tr ' ' '\n' <<<"$2" | grep = | tr = ' ' | sort) |
+    awk '{printf "%s +%d  ", $1, $3 - $2} END {print ""}'
+}
+
 common=(--clients "$CLIENTS" --min-prompt "$MIN_PROMPT" --max-prompt "$MAX_PROMPT"
         --max-tokens-max "$MAX_TOKENS" --disconnect "$DISCONNECT" --reject "$REJECT"
         --max-model-len "$MAX_MODEL_LEN" --greedy-n "$GREEDY_N"
@@ -76,9 +87,11 @@ rc=0
 
 echo "== run 1: $CLIENTS clients for $DURATION s, KV $KV_SPACE GiB per rank"
 start_server base --kv-cache-space "$KV_SPACE" "$@"
+tcp0=$(tcp_counters)
 "$NODE" "$HERE/load_test.mjs" --url "$URL" --model load --pid "$RSS_PID" --label "$LABEL" \
   --duration "$DURATION" --greedy-out "$TMP/greedy_base.json" "${common[@]}" \
   --rss-tail-tolerance "$RSS_TAIL_TOLERANCE" || rc=1
+echo "TCP counters over run 1: $(tcp_delta "$tcp0" "$(tcp_counters)")"
 stop_server
 
 echo "== run 2 (KV pressure): $PRESSURE_CLIENTS clients for $PRESSURE_DURATION s, $PRESSURE_BLOCKS pages per rank"
