@@ -19,7 +19,9 @@
 # still running in the namespaces, e.g. an orted) at the end, and, after a fault the job
 # survived, whether a new request is served. One JSON line per fault to $OUT (default
 # bench/results/fault_table.jsonl; the file is rewritten). FAULTS="kill-decode cut-2s" runs a
-# subset; MPIRUN_EXTRA adds mpirun arguments.
+# subset; MPIRUN_EXTRA adds mpirun arguments; TCP_RETRIES2=N sets net.ipv4.tcp_retries2 in both
+# namespaces (how many times the kernel retransmits unacknowledged data before it gives up on
+# the connection: 15, the default, is ~15 minutes; 6 is ~25 s).
 # Needs root (CAP_SYS_ADMIN), iproute2, mpirun, curl, jq, node.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -57,6 +59,9 @@ trap cleanup EXIT
 fail() { echo "fault_table: $*" >&2; exit 1; }
 
 two_hosts_up
+if [[ -n ${TCP_RETRIES2:-} ]]; then
+  for ns in "$NS_A" "$NS_B"; do ip netns exec "$ns" sysctl -qw net.ipv4.tcp_retries2="$TCP_RETRIES2"; done
+fi
 two_hosts_mpirun "$TMP" 2
 MPIRUN+=(-np 4 --map-by slot -x CPINFER_THREADS_PER_RANK=1)
 # MPIRUN_EXTRA: more mpirun arguments (e.g. OpenMPI's daemon keepalive settings), word-split.
@@ -241,6 +246,8 @@ run_fault() {  # run_fault NAME
     --arg t_restored "$t_restored" --arg observed_s "$t_end" --arg limit_s "$limit" \
     --arg stream "$(saw stream)" --arg whole "$(saw whole)" --arg running "${running:-}" --arg waiting "${waiting:-}" \
     --arg chunks_before "$tokens_before" --arg procs_during "$procs_cut" --arg procs_left "$left" \
+    --arg tcp_retries2 "$(ip netns exec "$NS_B" cat /proc/sys/net/ipv4/tcp_retries2)" \
+    --arg mpirun_extra "${MPIRUN_EXTRA:-}" \
     --arg served_after "$served_after" --arg gap "${gap% *}" --arg gap_at "${gap#* }" \
     --arg log "$(grep -E '^cpinfer:|rank watchdog|ERROR|WARN|orted|mpirun|MPI' "$log" | grep -v 'listening on' | head -c 2000)" \
     'def num: if . == "" then null else tonumber end;
@@ -256,7 +263,8 @@ run_fault() {  # run_fault NAME
       no_cpinfer_process_after_s: ($t_no_cpinfer | num), restored_after_s: ($t_restored | num),
       procs_at_restore: ($procs_during | str), procs_left: ($procs_left | str),
       new_request_after: ($served_after | str), observed_s: ($observed_s | num),
-      limit_s: ($limit_s | num), cpu: $cpu, job_log: $log}')
+      limit_s: ($limit_s | num), tcp_retries2: ($tcp_retries2 | num), mpirun_extra: ($mpirun_extra | str),
+      cpu: $cpu, job_log: $log}')
   echo "$line" | tee -a "$OUT"
   # Whatever is left goes before the next fault (it is recorded above).
   kill_all
