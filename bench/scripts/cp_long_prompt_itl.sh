@@ -26,6 +26,10 @@ BUDGET=${BUDGET:-512}
 REPEATS=${REPEATS:-3}
 TARGET_MS=${TARGET_MS:-60}
 SCENARIOS=${SCENARIOS:-"alone unchunked chunked timed"}
+# SERVE_EXTRA: more `serve` arguments, word-split (e.g. "--generation-config vllm": requests
+# then get OpenAI's defaults for what they omit, so the streams' temperature 0 is plain greedy,
+# without the model's repetition_penalty).
+SERVE_EXTRA=${SERVE_EXTRA:-}
 mkdir -p "$(dirname "$OUT")" models
 [[ -f "$MODEL/config.json" ]] ||
   "$CPINFER" make-model --preset tiny --num-layers 8 --dtype bf16 --seed 3 --out "$MODEL" 2>/dev/null
@@ -37,7 +41,7 @@ for rep in $(seq "$REPEATS"); do
     log=$(mktemp)
     # shellcheck disable=SC2086
     "$CPINFER" serve "$MODEL" --port 0 --served-model-name m --max-model-len $((LONG + 64)) \
-      --kv-cache-space 0.5 $LAYOUT "${extra[@]}" >"$log" 2>&1 &
+      --kv-cache-space 0.5 $LAYOUT "${extra[@]}" $SERVE_EXTRA >"$log" 2>&1 &
     server=$!
     wait_for_server "$server" "$log" "$scen" 120
     "$CPINFER" bench serve --url "$URL" --num-prompts 2 --input-len 16 --output-len 4 --json >/dev/null
@@ -55,7 +59,7 @@ for rep in $(seq "$REPEATS"); do
     fi
     wait "$sp"
     b1=$(busy_jiffies); s1=$(tree_jiffies "$server")
-    echo "{\"scenario\":\"$scen\",\"layout\":\"$LAYOUT\",\"budget\":$BUDGET,\"target_ms\":$([[ $scen == timed ]] && echo "$TARGET_MS" || echo null),\"long\":$LONG,\"repeat\":$rep,\"cpu\":\"$(lscpu | sed -n 's/^Model name: *//p')\",\"busy_jiffies\":$((b1 - b0)),\"server_jiffies\":$((s1 - s0)),\"streams\":$(cat "$streams"),\"long_prompt\":$(cat "$long")}" | tee -a "$OUT"
+    echo "{\"scenario\":\"$scen\",\"serve_extra\":\"$SERVE_EXTRA\",\"layout\":\"$LAYOUT\",\"budget\":$BUDGET,\"target_ms\":$([[ $scen == timed ]] && echo "$TARGET_MS" || echo null),\"long\":$LONG,\"repeat\":$rep,\"cpu\":\"$(lscpu | sed -n 's/^Model name: *//p')\",\"busy_jiffies\":$((b1 - b0)),\"server_jiffies\":$((s1 - s0)),\"streams\":$(cat "$streams"),\"long_prompt\":$(cat "$long")}" | tee -a "$OUT"
     kill -TERM "$server"; wait "$server" 2>/dev/null || true
     rm -f "$log" "$streams" "$long"
   done

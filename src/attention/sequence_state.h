@@ -16,6 +16,7 @@ struct SequenceStep {
   const int32_t* tokens = nullptr;
   int64_t num_tokens = 0;
   bool all_logits = false;  // logits of every new token (tests), else only of the last
+  bool argmax_only = false;  // only the argmax of the row is wanted (StepPlan::Seq)
 };
 
 }  // namespace cpinfer

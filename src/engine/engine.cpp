@@ -202,9 +202,11 @@ void Engine::retire(int64_t id, const std::string& reason, double now) {
   audit_due_ = true;
 }
 
-std::string Engine::sample_and_emit(Active& a, float* logits, double now) {
+std::string Engine::sample_and_emit(Active& a, float* logits, int32_t argmax_id, double now) {
   const RequestParams& p = a.params;
-  const int32_t tok = a.sampler.sample(logits, vocab_, pool_);  // logits: raw again after
+  CPI_ASSERT(argmax_id >= 0 || logits != nullptr);
+  const int32_t tok =  // logits: raw again after sample()
+      argmax_id >= 0 ? argmax_id : a.sampler.sample(logits, vocab_, pool_);
   RequestEvent ev;
   ev.index = a.index;
   ev.token_ids.push_back(tok);
@@ -255,11 +257,19 @@ void Engine::run_step(const StepSchedule& s) {
     ps.id = q.seq->id;
     ps.num_tokens = q.num_tokens;
     ps.begin = q.begin;
+    // Only the argmax of the row is wanted when nobody reads the row (a prompt chunk that
+    // is not the last) or the request samples greedily and reads nothing else of the
+    // logits; a step of such rows only gathers each row's argmax (Decoder::lm_head).
+    const Active& a = *active_.at(q.seq->id);
+    const bool chunk = q.begin + q.num_tokens < int64_t(q.seq->tokens.size());
+    ps.argmax_only = chunk || (a.sampler.takes_argmax() && a.params.top_logprobs < 0 &&
+                               !a.params.keep_logits);
     plan_.seqs.push_back(ps);
     plan_.tokens.insert(plan_.tokens.end(), q.seq->tokens.begin() + q.begin,
                         q.seq->tokens.begin() + q.begin + q.num_tokens);
   }
   std::vector<float>& logits = exec_.run(plan_);
+  const std::vector<int32_t>& argmax_ids = exec_.argmax_ids();  // or, for argmax-only steps
   sched_.commit(s);
   const double now = now_s();
   {
@@ -278,7 +288,9 @@ void Engine::run_step(const StepSchedule& s) {
     if (seq.num_computed < int64_t(seq.tokens.size())) continue;  // a prompt chunk
     const int64_t id = seq.id;  // retire() destroys seq
     const std::string reason =
-        sample_and_emit(*active_.at(id), logits.data() + i * size_t(vocab_), now);
+        argmax_ids.empty()
+            ? sample_and_emit(*active_.at(id), logits.data() + i * size_t(vocab_), -1, now)
+            : sample_and_emit(*active_.at(id), nullptr, argmax_ids[i], now);
     if (!reason.empty()) retire(id, reason, now);
   }
   // The releases (and the blocks the step registered) go out with the next plan: the next

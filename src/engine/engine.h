@@ -76,7 +76,8 @@ class Engine {
   void run_step(const StepSchedule& s);
   // Samples the token of a request whose prompt (and past output) is all cached and sends
   // it; returns the finish reason, or "" while the request goes on.
-  std::string sample_and_emit(Active& a, float* logits, double now);
+  // argmax_id >= 0: the token, from an argmax-only step (logits null; see run_step).
+  std::string sample_and_emit(Active& a, float* logits, int32_t argmax_id, double now);
   // Forgets a finished request: scheduler, block manager (its page releases go out with
   // the next plan), metrics.
   void retire(int64_t id, const std::string& reason, double now);

@@ -112,9 +112,18 @@ std::vector<float>& ModelRunner::step(const std::vector<SequenceStep>& steps) {
     for (int64_t i = 0; i < s.num_tokens; ++i)
       CPI_CHECK(s.tokens[i] >= 0 && s.tokens[i] < config_.vocab_size,
                 "token id {} is outside the vocabulary [0, {})", s.tokens[i], config_.vocab_size);
+  bool argmax_only = !steps.empty();
+  for (const SequenceStep& s : steps) argmax_only = argmax_only && s.argmax_only && !s.all_logits;
   planner_.plan(steps, page_pool_, &step_);
-  logits_.resize(step_.logit_rows.size() * size_t(config_.vocab_size));
-  decoder_.forward(step_, logits_.data());
+  if (argmax_only) {  // clear() keeps the capacity: a later full step allocates nothing
+    logits_.clear();
+    argmax_.resize(step_.logit_rows.size());
+    decoder_.forward(step_, nullptr, argmax_.data());
+  } else {
+    argmax_.clear();
+    logits_.resize(step_.logit_rows.size() * size_t(config_.vocab_size));
+    decoder_.forward(step_, logits_.data());
+  }
   commit_step(steps);
   return logits_;
 }

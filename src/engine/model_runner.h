@@ -51,8 +51,13 @@ class ModelRunner {
   int64_t kv_bytes_per_local_token() const;
 
   // Appends each step's tokens to its sequence and returns the logits of the wanted rows
-  // ([rows, vocab], rows in step order). Throws Error when the cache has no room.
+  // ([rows, vocab], rows in step order). Throws Error when the cache has no room. A step
+  // whose every sequence is argmax_only (and none all_logits) returns no logits (empty):
+  // argmax_ids() then holds the argmax of each row instead.
   std::vector<float>& step(const std::vector<SequenceStep>& steps);
+  // After an argmax-only step: one id per logit row, the lowest id of the row's largest
+  // logit (as argmax() over the row's logits; rows without NaN). Empty after other steps.
+  const std::vector<int32_t>& argmax_ids() const { return argmax_; }
   // Returns a sequence's pages to the pool.
   void release(SequenceState& seq);
   // The attention object of every layer (its PCP overlap statistics and timeline).
@@ -74,6 +79,7 @@ class ModelRunner {
   StepPlanner planner_;
   RankStep step_;
   std::vector<float> logits_;
+  std::vector<int32_t> argmax_;
   double load_seconds_ = 0;
 };
 

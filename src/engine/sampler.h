@@ -22,6 +22,11 @@ class RequestSampler {
   // penalised and biased ids of the row are changed during the call and restored before it
   // returns (also when it throws), so the row is the model's again afterwards.
   int32_t sample(float* logits, int64_t V, ThreadPool& pool);
+  // Whether sample() is the argmax of the model's logits and nothing else (greedy or top_k
+  // 1, no penalty, no bias): then the argmax alone decides the token and nothing is recorded.
+  bool takes_argmax() const {
+    return (p_.temperature == 0.f || p_.top_k == 1) && !p_.adjusts_logits();
+  }
 
  private:
   SamplingParams p_;

@@ -107,6 +107,10 @@ int64_t argmax_range(const float* x, int64_t b, int64_t e) {
 
 int32_t argmax(const float* logits, int64_t V, ThreadPool& pool) {
   PhaseScope ps(Phase::Sampling, pool);
+  return argmax_untimed(logits, V, pool);
+}
+
+int32_t argmax_untimed(const float* logits, int64_t V, ThreadPool& pool) {
   CPI_ASSERT(V > 0);
   const int nt = pool.size();
   std::vector<int64_t> best(size_t(nt), -1);
@@ -121,6 +125,22 @@ int32_t argmax(const float* logits, int64_t V, ThreadPool& pool) {
   for (int64_t c : best)
     if (c >= 0 && (bi < 0 || logits[c] > logits[bi])) bi = c;
   return int32_t(bi);
+}
+
+void merge_argmax_parts(const std::vector<const int32_t*>& parts, int64_t R, int32_t* ids) {
+  for (int64_t r = 0; r < R; ++r) {
+    int32_t best = -1;
+    float best_value = 0.f;
+    for (const int32_t* part : parts) {
+      const int32_t id = part[2 * r + 1];
+      if (id < 0) continue;
+      float v;
+      std::memcpy(&v, &part[2 * r], sizeof v);
+      if (best < 0 || v > best_value) best = id, best_value = v;
+    }
+    CPI_CHECK(best >= 0, "merge_argmax_parts: row {} has no candidate (every part is empty)", r);
+    ids[r] = best;
+  }
 }
 
 namespace {

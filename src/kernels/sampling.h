@@ -50,8 +50,18 @@ class Rng {
 // [-100, 100]); throws Error naming the parameter and the value.
 void validate_sampling(const SamplingParams& p);
 
-// Index of the largest logit (the lowest index on ties). logits: [V].
+// Index of the largest logit (the lowest index on ties). logits: [V]. Timed as the Sampling
+// phase (core/phase_profile.h); argmax_untimed is the same for callers timed as another phase.
 int32_t argmax(const float* logits, int64_t V, ThreadPool& pool);
+int32_t argmax_untimed(const float* logits, int64_t V, ThreadPool& pool);
+
+// The argmax of R whole rows from the argmax of each part of them (a vocabulary split over
+// ranks). parts: one array per part, in vocabulary order; part k's candidate for row r is
+// parts[k][2 r] (the bits of its float value) and parts[k][2 r + 1] (its vocabulary id, -1
+// for an empty part). A later part wins only with a strictly larger value, so ties keep the
+// lowest id, and the result is argmax() over the whole row when no part begins with a NaN
+// (argmax merges its threads' chunks the same way). ids: [R].
+void merge_argmax_parts(const std::vector<const int32_t*>& parts, int64_t R, int32_t* ids);
 
 // Samples one token from logits[V]. Greedy when temperature == 0. Otherwise softmax of
 // logits / temperature, without the ids whose probability is below min_p times the largest

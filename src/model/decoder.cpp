@@ -1,12 +1,14 @@
 #include "model/decoder.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 #include "kernels/attention.h"
 #include "kernels/elementwise.h"
 #include "kernels/linear.h"
 #include "kernels/linear_fused.h"
+#include "kernels/sampling.h"
 #include "model/rope.h"
 #include "core/phase_profile.h"
 
@@ -43,7 +45,7 @@ void Decoder::reserve(int64_t T) {
   capacity_ = T;
 }
 
-void Decoder::forward(const RankStep& step, float* logits) {
+void Decoder::forward(const RankStep& step, float* logits, int32_t* argmax_ids) {
   const ModelConfig& c = config_;
   // Local (this rank's TP shard) head counts and FFN width.
   const ShardSpec& sh = w_.shard;
@@ -130,10 +132,10 @@ void Decoder::forward(const RankStep& step, float* logits) {
   const int64_t R = int64_t(step.logit_rows.size());
   last_.resize(size_t(R * H));
   final_rows_.select(step, x_.data(), h_.data(), H, comm_, last_.data());
-  if (R > 0) lm_head(R, logits);
+  if (R > 0) lm_head(R, logits, argmax_ids);
 }
 
-void Decoder::lm_head(int64_t R, float* logits) {
+void Decoder::lm_head(int64_t R, float* logits, int32_t* argmax_ids) {
   const ModelConfig& c = config_;
   const ShardSpec& sh = w_.shard;
   const int64_t H = c.hidden_size;
@@ -141,7 +143,13 @@ void Decoder::lm_head(int64_t R, float* logits) {
            pool_);
   const int P = pcp_size_, ranks = tp_size_ * P;
   if (ranks == 1) {
-    linear(last_.data(), R, H, w_.lm_head, nullptr, logits, c.vocab_size, pool_);
+    float* out = logits;
+    if (argmax_ids) {
+      local_logits_.resize(size_t(R * c.vocab_size));
+      out = local_logits_.data();
+    }
+    linear(last_.data(), R, H, w_.lm_head, nullptr, out, c.vocab_size, pool_);
+    if (argmax_ids) gather_argmax(R, 0, c.vocab_size, argmax_ids);
     return;
   }
   // Vocab-parallel LM head over every rank of the world: every rank holds the same rows
@@ -175,6 +183,10 @@ void Decoder::lm_head(int64_t R, float* logits) {
   part.rows = my_n;
   local_logits_.resize(size_t(R * my_n));
   if (my_n > 0) linear(last_.data(), R, H, part, nullptr, local_logits_.data(), my_n, pool_);
+  if (argmax_ids) {  // greedy rows: one (value, id) pair per row and rank, not the logits
+    gather_argmax(R, vbegin[size_t(my_p * tp_size_ + my_t)], my_n, argmax_ids);
+    return;
+  }
   gathered_.resize(size_t(R * c.vocab_size));
   TrafficScope traffic(comm_, Traffic::LogitsGather);
   comm_->all_gather_v(local_logits_.data(), size_t(R * my_n), gathered_.data(), counts, displs,
@@ -185,6 +197,43 @@ void Decoder::lm_head(int64_t R, float* logits) {
       std::copy_n(gathered_.data() + displs[g] + row * vs, vs,
                   logits + row * c.vocab_size + vbegin[g]);
   }
+}
+
+// Each rank's candidate for row r is the first largest logit of its part, kept as (the
+// value's bits, its vocabulary id), id -1 for an empty part. The candidates are gathered
+// over the LM head's ranks (world-rank order g = p * tp + t, as the logits would be) and
+// merged in vocabulary order (TP shard t, then PCP part p) by merge_argmax_parts: ties keep
+// the lowest id, as argmax() over the whole row. Example, V 10, tp 1, pcp 2, row
+// [3 1 4 1 5 | 9 2 6 5 9]: rank 0 sends (5, id 4), rank 1 (9, id 5; the 9 at id 9 ties and
+// loses) -> 5. 8 bytes per row and rank instead of the row's V / ranks logits.
+void Decoder::gather_argmax(int64_t R, int64_t begin, int64_t n, int32_t* argmax_ids) {
+  const int P = pcp_size_, ranks = tp_size_ * P;
+  lm_best_.resize(size_t(2 * R));
+  for (int64_t r = 0; r < R; ++r) {
+    int32_t* mine = lm_best_.data() + 2 * r;
+    mine[0] = 0;
+    mine[1] = -1;
+    if (n == 0) continue;
+    const float* row = local_logits_.data() + r * n;
+    const int32_t j = argmax_untimed(row, n, pool_);  // timed as the LM head
+    std::memcpy(&mine[0], &row[j], sizeof(float));
+    mine[1] = int32_t(begin + j);
+  }
+  lm_parts_.clear();
+  if (ranks == 1) {
+    lm_parts_.push_back(lm_best_.data());
+  } else {
+    lm_all_best_.resize(size_t(2 * R * ranks));
+    {
+      TrafficScope traffic(comm_, Traffic::LogitsGather);
+      comm_->all_gather(lm_best_.data(), lm_all_best_.data(), size_t(2 * R), DType::I32,
+                        P > 1 ? Group::World : Group::Tp);
+    }
+    for (int t = 0; t < tp_size_; ++t)
+      for (int p = 0; p < P; ++p)
+        lm_parts_.push_back(lm_all_best_.data() + size_t(p * tp_size_ + t) * size_t(2 * R));
+  }
+  merge_argmax_parts(lm_parts_, R, argmax_ids);
 }
 
 }  // namespace cpinfer

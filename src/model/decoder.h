@@ -28,16 +28,22 @@ class Decoder {
   Decoder(const ModelConfig& config, const ModelWeights& weights, KvCache& cache,
           ThreadPool& pool, Comm* comm = nullptr, const CpLayout& cp = CpLayout{});
 
-  // logits: [step.logit_rows.size(), vocab] f32 (full vocab on every TP rank).
-  void forward(const RankStep& step, float* logits);
+  // logits: [step.logit_rows.size(), vocab] f32 (full vocab on every TP rank). With
+  // argmax_ids ([step.logit_rows.size()] int32) instead: only the argmax of each row, on
+  // every rank; logits is not written (may be null). See lm_head.
+  void forward(const RankStep& step, float* logits, int32_t* argmax_ids = nullptr);
 
   const ModelConfig& config() const { return config_; }
   StepAttention& attention() { return attention_; }
 
  private:
   void reserve(int64_t tokens);
-  // Final norm + LM head for `rows` rows of the final hidden state gathered in last_.
-  void lm_head(int64_t rows, float* logits);
+  // Final norm + LM head for `rows` rows of the final hidden state gathered in last_: the
+  // logits, or (argmax_ids non-null) only each row's argmax.
+  void lm_head(int64_t rows, float* logits, int32_t* argmax_ids);
+  // Argmax mode of lm_head: local_logits_ holds [R, n] logits of vocabulary ids [begin,
+  // begin + n) on this rank; every rank ends with the argmax of each full row.
+  void gather_argmax(int64_t R, int64_t begin, int64_t n, int32_t* argmax_ids);
 
   const ModelConfig& config_;
   const ModelWeights& w_;
@@ -56,6 +62,8 @@ class Decoder {
   int64_t capacity_ = 0;
   std::vector<int> lm_counts_, lm_displs_;  // the vocab-parallel gather's counts (tp > 1)
   std::vector<int64_t> lm_vbegin_;
+  std::vector<int32_t> lm_best_, lm_all_best_;  // argmax mode: (value bits, id) per row
+  std::vector<const int32_t*> lm_parts_;        // argmax mode: each rank's, vocabulary order
 };
 
 }  // namespace cpinfer

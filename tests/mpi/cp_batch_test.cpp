@@ -6,7 +6,9 @@
 // (128 and 100 tokens a step, the second admitted two steps later) while six sequences
 // decode in the same steps; every sequence's logits must equal that sequence run alone on
 // one rank (whole prompt, then the same tokens one by one). Every page is back on every
-// rank at the end.
+// rank at the end. Last, argmax-only steps (greedy rows: each rank sends each row's best id,
+// not its logits): the ids must equal the argmax of the same layout's logits for identical
+// sequences run as full steps, bit for bit, and the single-rank engine's greedy choices.
 //   usage: cp_batch_test --tp N --pcp M --dcp K --interleave I [--block-size B]
 #include <cmath>
 #include <cstdio>
@@ -171,6 +173,65 @@ void chunked_prefill_beside_decodes(Tracked& exec, Tracked& base, int64_t V,
   exec.run(release_plan(ids));
 }
 
+// Argmax-only steps against full ones on the same layout: sequences 30.. (argmax only) and
+// 40.. (full logits) have the same prompts and tokens, so the same rows in the same step
+// shapes; the argmax step's ids must be the argmax of the full step's rows exactly (same
+// values, ties to the lowest id), and the single-rank engine's choice. Then a step that mixes
+// an argmax-only row with a full one returns the logits of both and no ids.
+void argmax_only_steps(Tracked& exec, Tracked& base, int64_t V, int64_t P, Checker& check) {
+  const std::vector<int64_t> lens{50, 1, 2 * P + 1, 130};
+  const int64_t n = int64_t(lens.size());
+  auto step = [&](int64_t first_id, bool argmax_only, const std::vector<std::vector<int32_t>>& toks) {
+    StepPlan p;
+    for (int64_t i = 0; i < n; ++i) {
+      p.seqs.push_back({first_id + i, int64_t(toks[size_t(i)].size()), 0, argmax_only ? 1 : 0});
+      p.tokens.insert(p.tokens.end(), toks[size_t(i)].begin(), toks[size_t(i)].end());
+    }
+    return p;
+  };
+  std::vector<std::vector<int32_t>> toks;
+  for (int64_t i = 0; i < n; ++i) toks.push_back(prompt(lens[size_t(i)], uint32_t(50 + i)));
+  for (int k = 0; k < 4; ++k) {  // the prefills, then three decode steps
+    const std::string what = k == 0 ? "argmax-only prefill step" : "argmax-only decode step " + std::to_string(k);
+    ++check.compared;
+    const size_t logits_returned = exec.run(step(30, true, toks)).size();
+    const std::vector<int32_t> ids = exec.exec.argmax_ids();
+    const std::vector<float> full = exec.run(step(40, false, toks));
+    const std::vector<float> one_rank = base.run(step(40, false, toks));
+    if (logits_returned != 0 || int64_t(ids.size()) != n || exec.exec.argmax_ids().size() != 0 ||
+        int64_t(full.size()) != n * V) {
+      std::printf("FAIL %s: %zu logits and %zu ids returned, then %zu logits\n", what.c_str(),
+                  logits_returned, ids.size(), full.size());
+      ++check.failures;
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t want = argmax(full.data() + i * V, V, global_pool());
+      const int32_t single = argmax(one_rank.data() + i * V, V, global_pool());
+      if (ids[size_t(i)] != want || want != single) {
+        std::printf("FAIL %s, row %lld: argmax-only id %d, the full step's argmax %d, one rank's %d\n",
+                    what.c_str(), (long long)i, ids[size_t(i)], want, single);
+        ++check.failures;
+      }
+      toks[size_t(i)] = {want};
+    }
+  }
+  // Mixed: one argmax-only row beside a full one -> logits for both, no ids.
+  StepPlan mixed = step(30, true, toks);
+  mixed.seqs[1].argmax_only = 0;
+  ++check.compared;
+  const size_t got = exec.run(mixed).size();
+  if (int64_t(got) != n * V || !exec.exec.argmax_ids().empty()) {
+    std::printf("FAIL mixed argmax-only and full rows: %zu logits (want %lld), %zu ids\n", got,
+                (long long)(n * V), exec.exec.argmax_ids().size());
+    ++check.failures;
+  }
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < n; ++i) ids.push_back(30 + i), ids.push_back(40 + i);
+  exec.run(release_plan(ids));
+  base.run(release_plan(ids));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -232,6 +293,7 @@ int main(int argc, char** argv) {
       exec.run(rel);
       base.run(rel);
       chunked_prefill_beside_decodes(exec, base, V, check);
+      argmax_only_steps(exec, base, V, P, check);
       cp_exec.shutdown();
       std::printf("%s cp_batch_test tp %d pcp %d dcp %d interleave %d: %d steps and sequences "
                   "compared, worst |dlogit| %.3g\n",

@@ -131,6 +131,10 @@ const tokenize = async (prompt) => (await (await fetch(`${baseURL}/tokenize`, {
   const text = async (extra, prompt = ids(12, 9)) =>
     (await client.completions.create({ model, prompt, ...plain, ...extra })).choices[0].text;
   const base = await text({});
+  // Plain greedy requests are served by steps that gather only each row's argmax across the
+  // ranks: their answers join the ones compared between layouts, alone and four at once.
+  answers.plain_greedy = base;
+  answers.plain_greedy_concurrent = await Promise.all([3, 40, 77, 150].map((n, i) => text({}, ids(n, 300 + i))));
   // logit_bias +100 on one id forces it under greedy: the id of " hello", 24 times.
   const hello = await tokenize(' hello');
   check(hello?.length === 1, `" hello" is one token: ${JSON.stringify(hello)}`);

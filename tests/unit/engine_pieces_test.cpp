@@ -1,6 +1,8 @@
 // Page pool, KV page copies, step plans on the wire, forward-batch building and sampling.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
 
 #include <numeric>
@@ -191,6 +193,53 @@ TEST(Sampling, ArgmaxMatchesThePlainLoop) {
       }
     }
   }
+}
+
+// A row split into parts (as the vocabulary over ranks, empty parts included): the argmax of
+// each part by the plain loop, merged, must be the plain loop's argmax of the whole row,
+// ties (many, from a small set of values) to the lowest id.
+TEST(Sampling, MergedPartArgmaxIsTheWholeRowsArgmax) {
+  std::mt19937 gen(11);
+  for (int64_t V : {1, 2, 7, 64, 1001}) {
+    for (int parts_n : {1, 2, 3, 4, 8}) {
+      for (int trial = 0; trial < 30; ++trial) {
+        const int64_t R = 1 + trial % 4;
+        std::uniform_int_distribution<int> small(0, trial % 3 == 0 ? 1 : 5);
+        std::uniform_real_distribution<float> real(-3.f, 3.f);
+        std::vector<float> x(size_t(R * V));
+        for (auto& v : x) v = trial % 2 ? float(small(gen)) : real(gen);
+        // Random cut points (parts may be empty), in vocabulary order.
+        std::vector<int64_t> cuts{0, V};
+        for (int k = 1; k < parts_n; ++k) cuts.push_back(int64_t(gen() % uint64_t(V + 1)));
+        std::sort(cuts.begin(), cuts.end());
+        std::vector<std::vector<int32_t>> cand(size_t(parts_n), std::vector<int32_t>(size_t(2 * R)));
+        std::vector<const int32_t*> parts;
+        for (int k = 0; k < parts_n; ++k) {
+          for (int64_t r = 0; r < R; ++r) {
+            int32_t* c = &cand[size_t(k)][size_t(2 * r)];
+            c[1] = -1;
+            const float* row = x.data() + r * V;
+            for (int64_t i = cuts[size_t(k)]; i < cuts[size_t(k) + 1]; ++i)
+              if (c[1] < 0 || row[i] > row[c[1]]) c[1] = int32_t(i);
+            if (c[1] >= 0) std::memcpy(&c[0], &row[c[1]], sizeof(float));
+          }
+          parts.push_back(cand[size_t(k)].data());
+        }
+        std::vector<int32_t> ids(static_cast<size_t>(R));
+        merge_argmax_parts(parts, R, ids.data());
+        for (int64_t r = 0; r < R; ++r) {
+          const float* row = x.data() + r * V;
+          int64_t want = 0;
+          for (int64_t i = 1; i < V; ++i)
+            if (row[i] > row[want]) want = i;
+          ASSERT_EQ(ids[size_t(r)], want) << "V " << V << " parts " << parts_n << " trial " << trial;
+        }
+      }
+    }
+  }
+  std::vector<int32_t> empty{0, -1};
+  int32_t id = 0;
+  EXPECT_THROW(merge_argmax_parts({empty.data()}, 1, &id), Error);
 }
 
 TEST(Sampling, TemperatureTopKTopPFollowTheDistribution) {
