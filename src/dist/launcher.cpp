@@ -27,6 +27,7 @@
 #include "dist/launcher.h"
 
 #include <CLI/CLI.hpp>
+#include <dirent.h>
 #include <fmt/ranges.h>
 #include <sched.h>
 #include <signal.h>
@@ -38,6 +39,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -105,10 +109,42 @@ bool cma_allowed() {
          dst == 42;
 }
 
-volatile sig_atomic_t g_child_pid = 0;
+// A SIGTERM or SIGHUP received while mpirun runs, not yet passed on (the wait loop does).
+volatile sig_atomic_t g_stop_signal = 0;
 
-void forward_signal(int sig) {
-  if (g_child_pid > 0) ::kill(pid_t(g_child_pid), sig);
+void note_stop_signal(int sig) { g_stop_signal = sig; }
+
+// The pid of rank 0 among mpirun's children (mpirun starts the ranks on its own host
+// itself), told by OMPI_COMM_WORLD_RANK=0 in its environment; -1 when none is found.
+pid_t find_rank0(pid_t mpirun) {
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return -1;
+  pid_t found = -1;
+  while (const dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0') continue;
+    // /proc/PID/stat: "pid (comm) state ppid ...": the comm may hold spaces and ')', so the
+    // parent is read after the last ')'.
+    std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) != 2 || ppid != mpirun)
+      continue;
+    std::ifstream environ(fmt::format("/proc/{}/environ", pid), std::ios::binary);
+    const std::string env((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+    if (env.find(std::string("OMPI_COMM_WORLD_RANK=0\0", 23)) == 0 ||
+        env.find(std::string("\0OMPI_COMM_WORLD_RANK=0\0", 24)) != std::string::npos) {
+      found = pid_t(pid);
+      break;
+    }
+  }
+  ::closedir(proc);
+  return found;
 }
 
 }  // namespace
@@ -190,25 +226,37 @@ int relaunch_under_mpirun(const std::vector<std::string>& argv, int world_size,
   }
 
   // Ctrl-C reaches mpirun directly (same process group) and mpirun ends the ranks; we only
-  // wait for it. SIGTERM / SIGHUP sent to us alone are passed on.
-  g_child_pid = pid;
+  // wait for it. SIGTERM / SIGHUP sent to us alone are passed on: the first to rank 0 alone,
+  // which stops serving and ends the other ranks through the step executor, so every
+  // process, and then mpirun, exits with 0 (mpirun relays a signal it receives to every
+  // rank and reports the job as failed, status 1, however cleanly the ranks left). A second
+  // signal, or the first when rank 0 is not found, goes to mpirun.
+  g_stop_signal = 0;
   struct sigaction ign {}, fwd {}, old_int {}, old_quit {}, old_term {}, old_hup {};
   ign.sa_handler = SIG_IGN;
-  fwd.sa_handler = forward_signal;
+  fwd.sa_handler = note_stop_signal;  // no SA_RESTART: the sleep below returns early
   ::sigaction(SIGINT, &ign, &old_int);
   ::sigaction(SIGQUIT, &ign, &old_quit);
   ::sigaction(SIGTERM, &fwd, &old_term);
   ::sigaction(SIGHUP, &fwd, &old_hup);
-  int status = 0;
+  int status = 0, passed_on = 0;
   pid_t r;
-  do {
-    r = ::waitpid(pid, &status, 0);
-  } while (r < 0 && errno == EINTR);
+  for (;;) {
+    r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) break;
+    if (const int sig = g_stop_signal) {
+      g_stop_signal = 0;
+      const pid_t rank0 = passed_on++ == 0 ? find_rank0(pid) : -1;
+      CPI_LOG_INFO("{} received: passed on to {}", sig == SIGTERM ? "SIGTERM" : "SIGHUP",
+                   rank0 > 0 ? fmt::format("rank 0 (pid {})", rank0) : std::string("mpirun"));
+      ::kill(rank0 > 0 ? rank0 : pid, sig);
+    }
+    ::usleep(50 * 1000);  // a signal cuts it short
+  }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGQUIT, &old_quit, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
   ::sigaction(SIGHUP, &old_hup, nullptr);
-  g_child_pid = 0;
   CPI_CHECK(r == pid, "waiting for mpirun failed: {}", std::strerror(errno));
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
