@@ -113,7 +113,13 @@ int32_t argmax(const float* logits, int64_t V, ThreadPool& pool) {
 int32_t argmax_untimed(const float* logits, int64_t V, ThreadPool& pool) {
   CPI_ASSERT(V > 0);
   const int nt = pool.size();
-  std::vector<int64_t> best(size_t(nt), -1);
+  // One slot per thread, kept between calls: no heap allocation once warm (the LM head's
+  // argmax-only steps run inside a step that allocates nothing).
+  // The pool's threads write the caller's slots: `best` names the caller's vector here, a
+  // thread_local named inside the lambda would be each worker's own.
+  thread_local std::vector<int64_t> slots;
+  std::vector<int64_t>& best = slots;
+  best.assign(size_t(nt), -1);
   // One contiguous chunk per thread; ties go to the lowest index (chunks are ordered).
   int64_t step = (V + nt - 1) / nt;
   pool.run(nt, [&](int64_t t, int) {

@@ -29,7 +29,9 @@ struct Counts {
   std::vector<bool> new_page;   // the step's token starts a new KV page
 };
 
-Counts count_steps(int num_layers, int64_t prompt, int steps) {
+// alternate: decode steps alternate between full logits and argmax-only rows (as `serve`
+// runs them when greedy and sampled requests come and go).
+Counts count_steps(int num_layers, int64_t prompt, int steps, bool alternate = false) {
   RunnerOptions ro;
   ro.max_cache_tokens = 2 * (prompt + steps + 4);
   ModelRunner runner(testing::test_model("tiny", num_layers, DType::F32), ro, global_pool());
@@ -43,10 +45,12 @@ Counts count_steps(int num_layers, int64_t prompt, int steps) {
   c.prefill_again = g_news.load() - before;
   int32_t tok = 7;
   const std::vector<SequenceStep> decode{SequenceStep{&seq, &tok, 1}};
+  const std::vector<SequenceStep> decode_argmax{SequenceStep{&seq, &tok, 1, false, true}};
   for (int i = 0; i < steps + 2; ++i) {
     const bool new_page = seq.num_cached % ro.page_size == 0;
+    const std::vector<SequenceStep>& step = alternate && i % 2 ? decode_argmax : decode;
     before = g_news.load();
-    runner.step(decode);
+    runner.step(step);
     if (i >= 2) {
       c.decode.push_back(g_news.load() - before);
       c.new_page.push_back(new_page);
@@ -72,6 +76,18 @@ TEST(ForwardAllocations, NonePerLayerNorPerToken) {
     EXPECT_LE(at_new_pages, 2) << "4 new pages from 3: the page list grows to 6, then 12";
   }
   EXPECT_EQ(count_steps(2, 300, 1).prefill_again, 1) << "prefill of 300 tokens";
+}
+
+// The same with decode steps alternating between full logits and argmax-only rows: the
+// argmax buffers keep their capacity across the full steps and the logits theirs.
+TEST(ForwardAllocations, ArgmaxOnlyStepsAllocateNothingEither) {
+  const Counts c = count_steps(2, 40, 60, /*alternate=*/true);
+  int64_t at_new_pages = 0;
+  for (size_t i = 0; i < c.decode.size(); ++i) {
+    EXPECT_LE(c.decode[i], c.new_page[i] ? 1 : 0) << "decode step " << i;
+    at_new_pages += c.decode[i];
+  }
+  EXPECT_LE(at_new_pages, 2);
 }
 
 }  // namespace
