@@ -3,7 +3,9 @@
 // sequences, as its StepExecutor would, and counts operator new around it. Once the
 // buffers have grown to a step's shape, a decode step and a chunk step (cached context + new
 // tokens) allocate nothing on any rank, except a sequence's page list growing when a token
-// opens a page. MPI's own C allocations are not counted (they are not operator new).
+// opens a page; the decode steps alternate between full logits and argmax-only rows (the
+// pairs gathered instead of the logits). MPI's own C allocations are not counted (they are
+// not operator new).
 //   usage: cp_allocations_test --tp N --pcp M --dcp K --interleave I
 #include <cstdio>
 #include <cstring>
@@ -58,11 +60,14 @@ int main(int argc, char** argv) {
     // Decodes: allowed one allocation when a sequence's page list grows (capacity doubles).
     int64_t decode_news = 0, growth = 0;
     const std::vector<SequenceStep> dec{{&a, toks.data(), 1}, {&b, toks.data(), 1}};
+    const std::vector<SequenceStep> dec_argmax{{&a, toks.data(), 1, false, true},
+                                               {&b, toks.data(), 1, false, true}};
     runner.step(dec);
+    runner.step(dec_argmax);
     for (int i = 0; i < 40; ++i) {
       const size_t cap_a = a.pages.capacity(), cap_b = b.pages.capacity();
       before = g_news.load();
-      runner.step(dec);
+      runner.step(i % 2 ? dec_argmax : dec);
       decode_news += g_news.load() - before;
       growth += (a.pages.capacity() != cap_a) + (b.pages.capacity() != cap_b);
     }
