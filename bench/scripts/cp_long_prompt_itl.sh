@@ -30,6 +30,9 @@ SCENARIOS=${SCENARIOS:-"alone unchunked chunked timed"}
 # then get OpenAI's defaults for what they omit, so the streams' temperature 0 is plain greedy,
 # without the model's repetition_penalty).
 SERVE_EXTRA=${SERVE_EXTRA:-}
+# SERVE_LOG_DIR: keep each server's log there (serve-SCENARIO-REPEAT.log); with CPINFER_LOG=debug
+# it has one line per engine step (time, decodes, prompt tokens, step-time allowance).
+SERVE_LOG_DIR=${SERVE_LOG_DIR:-}
 mkdir -p "$(dirname "$OUT")" models
 [[ -f "$MODEL/config.json" ]] ||
   "$CPINFER" make-model --preset tiny --num-layers 8 --dtype bf16 --seed 3 --out "$MODEL" 2>/dev/null
@@ -61,6 +64,7 @@ for rep in $(seq "$REPEATS"); do
     b1=$(busy_jiffies); s1=$(tree_jiffies "$server")
     echo "{\"scenario\":\"$scen\",\"serve_extra\":\"$SERVE_EXTRA\",\"layout\":\"$LAYOUT\",\"budget\":$BUDGET,\"target_ms\":$([[ $scen == timed ]] && echo "$TARGET_MS" || echo null),\"long\":$LONG,\"repeat\":$rep,\"cpu\":\"$(lscpu | sed -n 's/^Model name: *//p')\",\"busy_jiffies\":$((b1 - b0)),\"server_jiffies\":$((s1 - s0)),\"streams\":$(cat "$streams"),\"long_prompt\":$(cat "$long")}" | tee -a "$OUT"
     kill -TERM "$server"; wait "$server" 2>/dev/null || true
+    if [[ -n $SERVE_LOG_DIR ]]; then mkdir -p "$SERVE_LOG_DIR"; cp "$log" "$SERVE_LOG_DIR/serve-$scen-$rep.log"; fi
     rm -f "$log" "$streams" "$long"
   done
 done

@@ -297,6 +297,21 @@ void Engine::run_step(const StepSchedule& s) {
   // step's, or the audit's when the engine goes idle. No collective of their own.
 }
 
+std::string Engine::describe_step(const StepSchedule& s) const {
+  int64_t decodes = 0, prompt_end = 0;
+  for (const ScheduledSeq& q : s.seqs) {
+    // Before the step: a decode is a sequence with one token left to compute.
+    if (int64_t(q.seq->tokens.size()) - q.begin == 1) ++decodes;
+    else prompt_end = std::max(prompt_end, q.begin + q.num_tokens);
+  }
+  std::string out = fmt::format("{} decodes, {} prompt tokens (the furthest chunk ends at {})",
+                                decodes, s.prompt_tokens, prompt_end);
+  if (sched_.config().step_time_target_s > 0)
+    out += fmt::format(", allowance {}{}", sched_.prompt_allowance(),
+                       s.capped_by_time ? " (capped)" : "");
+  return out;
+}
+
 void Engine::update_gauges() {
   std::lock_guard<std::mutex> lk(metrics_mu_);
   metrics_.running = int64_t(sched_.num_running());
@@ -368,9 +383,13 @@ void Engine::run() {
         finish(ids, "error", "the scheduler could not fit any request into a step");
         continue;
       }
+      const bool trace = log_level() <= LogLevel::Debug;
+      const std::string what = trace ? describe_step(s) : std::string();
       const double t0 = now_s();
       run_step(s);
-      sched_.observe_step_time(s, now_s() - t0);
+      const double step_s = now_s() - t0;
+      if (trace) CPI_LOG_DEBUG("step: {:.2f} ms, {}", step_s * 1e3, what);
+      sched_.observe_step_time(s, step_s);
       update_gauges();
     }
   } catch (...) {

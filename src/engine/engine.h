@@ -85,6 +85,9 @@ class Engine {
               const std::string& error = {});
   void audit();
   void update_gauges();
+  // What a step carries, for the CPINFER_LOG=debug line of each step (with its time): decodes,
+  // prompt tokens, the step-time allowance it was planned with. Called before the step runs.
+  std::string describe_step(const StepSchedule& s) const;
 
   StepExecutor& exec_;
   const Tokenizer& tok_;

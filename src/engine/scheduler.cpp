@@ -81,7 +81,7 @@ StepSchedule Scheduler::schedule() {
     }
     if (self_preempted) break;  // everything after s was preempted too
     blocks_.grow(s->id, s->num_computed + n);
-    out.seqs.push_back({s, s->num_computed, n});
+    out.seqs.push_back({s, s->num_computed, n, remaining > 1});
     out.num_tokens += n;
     budget -= n;
     if (remaining > 1) {
@@ -113,7 +113,7 @@ StepSchedule Scheduler::schedule() {
     }
     waiting_.pop_front();
     running_.push_back(s);
-    out.seqs.push_back({s, hit.tokens, n});
+    out.seqs.push_back({s, hit.tokens, n, true});
     out.num_tokens += n;
     out.prompt_tokens += n;
     budget -= n;
@@ -124,15 +124,27 @@ StepSchedule Scheduler::schedule() {
 
 void Scheduler::observe_step_time(const StepSchedule& s, double seconds) {
   const double target = cfg_.step_time_target_s;
-  if (target <= 0 || !s.has_decodes || s.prompt_tokens == 0) return;
-  // A step under the target whose prompt chunks were not held back says nothing about the
-  // allowance (it had less work than allowed).
-  if (!s.capped_by_time && seconds <= target) return;
-  const double factor = std::clamp(std::sqrt(target / std::max(seconds, 1e-6)), 0.5, 2.0);
-  const double next = std::round(double(s.prompt_tokens) * factor);
-  prompt_allowance_ = std::clamp<int64_t>(
-      int64_t(next), std::min(kMinPromptAllowance, cfg_.max_num_batched_tokens),
-      cfg_.max_num_batched_tokens);
+  if (target <= 0 || !s.has_decodes) return;
+  if (s.prompt_tokens == 0) {
+    step_time_.observe_decode_step(seconds);
+    return;
+  }
+  // The prompt tokens' mean position (a chunk [begin, begin + n) has mean begin + (n-1)/2)
+  // and where the next chunks start (begin + n), both weighted by the chunks' tokens.
+  double position_sum = 0, next_sum = 0, tokens = 0;
+  for (const ScheduledSeq& q : s.seqs) {
+    if (!q.prompt) continue;
+    const double n = double(q.num_tokens);
+    position_sum += n * (double(q.begin) + (n - 1) / 2);
+    next_sum += n * double(q.begin + q.num_tokens);
+    tokens += n;
+  }
+  if (tokens == 0) return;
+  step_time_.observe_prompt_step(seconds, int64_t(tokens), position_sum / tokens);
+  const int64_t fits = step_time_.tokens_within(target, next_sum / tokens).value();
+  const int64_t lo = std::max<int64_t>(prompt_allowance_ / 2, kMinPromptAllowance);
+  const int64_t hi = std::max(prompt_allowance_ * 2, lo);
+  prompt_allowance_ = std::min(std::clamp(fits, lo, hi), cfg_.max_num_batched_tokens);
 }
 
 void Scheduler::commit(const StepSchedule& s) {

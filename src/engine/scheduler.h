@@ -17,20 +17,22 @@
 // unit for a running stream's latency, since a prompt token late in a long prompt costs
 // more (it attends to everything before it) and a step has fixed costs (the LM head of the
 // decodes, collectives). With a target T, a step that carries decodes gets at most
-// `allowance` prompt tokens, and after each such step the allowance is scaled by
-// sqrt(T / measured step time). If a step costs a + p * c for c prompt tokens, the update
-// c <- c * sqrt(T / (a + p c)) has its fixed point at a + p c = T and converges to it
-// without overshoot (slope 1 - p c / 2T, between 0.5 and 1 at the fixed point); as the
-// prompt grows, p grows and the chunks shrink to keep the steps at T. Example, T 60 ms,
-// a 20 ms, p 0.5 ms: allowance 64 -> step 52 ms -> 64 * sqrt(60/52) = 68.7 -> 69 -> ...
-// -> 80 (20 + 0.5 * 80 = 60). Steps without decodes (nobody waiting on them) use the token
-// budget alone.
+// `allowance` prompt tokens. Every measured step feeds a model of the step time (the
+// decodes' own cost plus a per-prompt-token cost that grows linearly with the token's
+// position: engine/step_time_model.h), and after each step with prompt tokens the allowance
+// becomes the largest chunk the model says fits in T from where the prompt now stands,
+// within half and twice the previous allowance (one odd step cannot swing it further).
+// Example, T 90 ms, decodes 10 ms, a prompt token costing 0.02 ms + 1e-4 ms per position:
+// at position 2000 the allowance is 337 tokens, at 8000 it is 96, at 16000 it is 49; each
+// step lands at about T although the chunks shrink 7x. Steps without decodes (nobody
+// waiting on them) use the token budget alone.
 #pragma once
 #include <cstdint>
 #include <deque>
 #include <vector>
 
 #include "engine/block_manager.h"
+#include "engine/step_time_model.h"
 
 namespace cpinfer {
 
@@ -54,6 +56,7 @@ struct ScheduledSeq {
   SchedSeq* seq = nullptr;
   int64_t begin = 0;       // first new token: seq->tokens[begin, begin + num_tokens)
   int64_t num_tokens = 0;
+  bool prompt = false;     // a prompt chunk (counted in StepSchedule::prompt_tokens), not a decode
 };
 
 struct StepSchedule {
@@ -79,8 +82,9 @@ class Scheduler {
   // After the step ran: advances num_computed of the scheduled sequences and registers
   // their newly completed blocks in the prefix cache.
   void commit(const StepSchedule& s);
-  // With a step-time target: the measured wall time of step `s` tunes the allowance of
-  // prompt tokens in steps with decodes (see the header comment). No-op otherwise.
+  // With a step-time target: the measured wall time of step `s` feeds the step-time model
+  // and resizes the allowance of prompt tokens in steps with decodes (see the header
+  // comment). No-op otherwise.
   void observe_step_time(const StepSchedule& s, double seconds);
   // Prompt tokens a step with decodes may carry under the step-time target.
   int64_t prompt_allowance() const { return prompt_allowance_; }
@@ -106,6 +110,7 @@ class Scheduler {
   std::deque<SchedSeq*> waiting_;
   int64_t num_preemptions_ = 0;
   int64_t prompt_allowance_ = 0;
+  StepTimeModel step_time_;
   uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
 };
 

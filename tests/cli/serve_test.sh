@@ -208,6 +208,9 @@ run_layout() {  # run_layout NAME RANKS layout-args...
   if ((${HELD_BY_TARGET:-0})); then
     ((held > 0 && allowance >= 16 && allowance <= 256)) ||
       fail "$name: --step-time-target-ms held $held steps back, allowance $allowance"
+    # CPINFER_LOG=debug (set for this layout): one line per step, the held ones marked.
+    grep -qE "step: [0-9.]+ ms, [0-9]+ decodes, [0-9]+ prompt tokens \(the furthest chunk ends at [0-9]+\), allowance [0-9]+ \(capped\)" "$LOG" ||
+      fail "$name: CPINFER_LOG=debug printed no step line of a held step"
   else
     [[ "$held" == 0 && "$allowance" == 0 ]] || fail "$name: no target, yet held $held, allowance $allowance"
   fi
@@ -232,8 +235,9 @@ CACHING=0 run_layout one-rank 1 --max-num-batched-tokens 256 --no-enable-prefix-
 # chunked across steps beside running decodes over the sharded cache.
 # With a step-time target of 5 ms (below what a step with decodes takes here), so the
 # prompts that arrive while others decode are held to the adaptive allowance: the answers
-# must not change, and /metrics must show that the target held steps back.
-EXPECT_PAGES=3000 HELD_BY_TARGET=1 run_layout tp2-pcp2 2 -tp 2 -pcp 2 --cp-kv-cache-interleave-size 4 --num-kv-blocks 3000 --max-num-batched-tokens 256 --step-time-target-ms 5 "${TOOLS[@]}"
+# must not change, and /metrics must show that the target held steps back (and the debug
+# log each step).
+CPINFER_LOG=debug EXPECT_PAGES=3000 HELD_BY_TARGET=1 run_layout tp2-pcp2 2 -tp 2 -pcp 2 --cp-kv-cache-interleave-size 4 --num-kv-blocks 3000 --max-num-batched-tokens 256 --step-time-target-ms 5 "${TOOLS[@]}"
 cmp "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" ||
   fail "greedy answers under tp 2 x pcp 2 differ from one rank: $(diff "$TMP/one-rank.answers.json" "$TMP/tp2-pcp2.answers.json" | head -5)"
 
