@@ -6,11 +6,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 STAGES=()
+source scripts/lib/cpu_time.sh
 stage() {  # stage NAME command...: runs the command and records its wall time
-  local name=$1 start=$SECONDS; shift
+  local name=$1 start=$SECONDS b0; shift
+  b0=$(busy_jiffies)
   "$@"
-  STAGES+=("$name $((SECONDS - start)) s")
-  echo "[test] $name: $((SECONDS - start)) s"
+  # How busy the machine's CPUs were over the stage (whole machine, /proc/stat): a stage well
+  # under 100% leaves cores idle that another stage could use.
+  local secs=$((SECONDS - start)) busy=$(($(busy_jiffies) - b0))
+  local pct=$((secs > 0 ? busy * 100 / (secs * $(getconf CLK_TCK) * $(nproc)) : 0))
+  STAGES+=("$name $secs s")
+  echo "[test] $name: $secs s (CPUs ${pct}% busy)"
 }
 stage setup bash scripts/setup.sh
 BUILD_DIR=${BUILD_DIR:-build}
