@@ -9,11 +9,13 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "core/error.h"
 #include "dist/launcher.h"
@@ -394,6 +396,36 @@ void Comm::broadcast(void* buf, size_t bytes, int root, Group g) {
     m.check(MPI_Bcast(p + done, int(n), MPI_BYTE, root, gc.comm), "MPI_Bcast", g);
     done += n;
   } while (done < bytes);
+}
+
+void Comm::broadcast_patient(void* buf, size_t bytes, int root, Group g, int spin_us) {
+  Impl& m = *impl_;
+  Impl::GroupComm& gc = m.group(g);
+  Timed t{this, g, bytes, gc.rank == root ? 0 : bytes};
+  if (gc.size == 1) {
+    CPI_CHECK(root == 0, "Comm::broadcast_patient on group {}: root {} is outside the group of "
+              "size 1", group_name(g), root);
+    return;
+  }
+  CPI_CHECK(bytes <= size_t(INT_MAX), "Comm::broadcast_patient: {} bytes is over 2^31 - 1",
+            bytes);
+  MPI_Request req;
+  m.check(MPI_Ibcast(buf, int(bytes), MPI_BYTE, root, gc.comm, &req), "MPI_Ibcast", g);
+  if (gc.rank == root) {
+    m.check(MPI_Wait(&req, MPI_STATUS_IGNORE), "MPI_Wait (broadcast)", g);
+    return;
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto spin_until = Clock::now() + std::chrono::microseconds(spin_us);
+  auto nap = std::chrono::microseconds(50);
+  for (;;) {
+    int done = 0;
+    m.check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test (broadcast)", g);
+    if (done) return;
+    if (Clock::now() < spin_until) continue;
+    std::this_thread::sleep_for(nap);
+    nap = std::min(nap * 2, std::chrono::microseconds(1000));
+  }
 }
 
 void Comm::all_to_all(const void* send, void* recv, size_t count, DType dtype, Group g) {

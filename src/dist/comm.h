@@ -88,6 +88,15 @@ class Comm {
   // send[size * count] summed over ranks; rank r keeps chunk r (count elements) in recv.
   void reduce_scatter_sum(const void* send, void* recv, size_t count, DType dtype, Group g);
   void broadcast(void* buf, size_t bytes, int root, Group g);
+  // A broadcast that the non-root ranks may wait on for long (a worker waiting for the next
+  // step while the server is idle). MPI's blocking wait polls without pause, so an idle job
+  // would keep one core busy per waiting rank. Here the waiting ranks poll a nonblocking
+  // broadcast: without pause for the first `spin_us` microseconds (a step that follows
+  // another at once costs nothing more), then sleeping between polls, 50 us at first and
+  // doubling up to 1 ms (an idle job wakes within ~1 ms of its next step). Every rank of the
+  // group must use this call, not broadcast(), for the same operation (MPI never matches a
+  // nonblocking collective with a blocking one). bytes < 2^31.
+  void broadcast_patient(void* buf, size_t bytes, int root, Group g, int spin_us);
   void all_to_all(const void* send, void* recv, size_t count, DType dtype, Group g);
   void all_to_all_v(const void* send, const std::vector<int>& send_counts,
                     const std::vector<int>& send_displs, void* recv,

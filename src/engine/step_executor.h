@@ -31,8 +31,11 @@ class StepExecutor {
   // Rank 0 only: every rank applies `ops`, then reports its context-parallel rank R and its
   // pool's free pages. Returns [world][2] = {R, free pages} by world rank.
   std::vector<int64_t> audit(const std::vector<PageOp>& ops = {});
-  // Ranks != 0: execute broadcast plans until Shutdown.
+  // Ranks != 0: execute broadcast plans until Shutdown. Between plans a worker polls without
+  // pause for kBusyPollMicros, then sleeps between polls (an idle server's workers use next
+  // to no CPU; see Comm::broadcast_patient).
   void worker_loop();
+  static constexpr int kBusyPollMicros = 2000;
   // Rank 0: tell the workers to leave worker_loop (idempotent).
   void shutdown();
 

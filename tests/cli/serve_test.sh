@@ -6,6 +6,7 @@
 # the server must be healthy with every KV page back in every rank's pool afterwards.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
+source "$(dirname "$0")/../../scripts/lib/cpu_time.sh"
 CPINFER=${1:?usage: serve_test.sh path/to/cpinfer}
 SRC=${CPINFER_SOURCE_DIR:?}
 TMP=$(mktemp -d)
@@ -202,6 +203,14 @@ run_layout() {  # run_layout NAME RANKS layout-args...
   node "$SRC/tests/server/openai_client_test.mjs" "$URL" "$KEY" tiny "$TMP/$name.answers.json" ||
     fail "openai client checks ($name)"
   wait_all_pages_back "$ranks"
+  # Idle, the job uses next to no CPU: the workers wait for the next step asleep, not polling
+  # (before, an idle tp 2 x pcp 2 job kept both cores busy: ~200 jiffies a second).
+  local j0 j1 hz
+  hz=$(getconf CLK_TCK)
+  sleep 1
+  j0=$(tree_jiffies "$SERVER_PID"); sleep 2; j1=$(tree_jiffies "$SERVER_PID")
+  echo "$name: idle for 2 s: the job used $((j1 - j0)) jiffies of CPU ($hz a second)"
+  (((j1 - j0) * 4 < 2 * hz)) || fail "$name: idle, the job used $((j1 - j0)) jiffies of CPU in 2 s"
   local held allowance
   held=$(metric 'cpinfer:steps_held_by_time_target_total{model_name="tiny"}')
   allowance=$(metric 'cpinfer:step_prompt_allowance_tokens{model_name="tiny"}')

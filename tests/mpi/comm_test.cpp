@@ -10,10 +10,14 @@
 
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/dtype.h"
@@ -284,6 +288,48 @@ TEST(Comm, Broadcast) {
           ASSERT_EQ(buf[i], byte(i)) << group_name(g) << " root " << root << " byte " << i;
       }
     }
+  }
+}
+
+// The patient broadcast delivers what broadcast() does, on every group and root, and a rank
+// that waits long for it sleeps instead of polling: the root holds back 300 ms, and each
+// waiting rank's own CPU time over the wait (this thread's, getrusage RUSAGE_THREAD) stays
+// under a third of it. A waiting rank that polls without pause (plain MPI_Bcast, or a
+// spin_us as long as the wait) uses all of the 300 ms it gets.
+TEST(Comm, PatientBroadcastDeliversAndSleepsWhileWaiting) {
+  for (Group g : kGroups) {
+    for (int root = 0; root < comm().size(g); ++root) {
+      for (size_t bytes : {size_t(0), size_t(8), size_t(100000)}) {
+        std::vector<uint8_t> buf(bytes);
+        const int src = comm().members(g)[root];
+        auto byte = [&](size_t i) { return uint8_t((i * 37 + size_t(src) * 11 + 1) & 0xff); };
+        for (size_t i = 0; i < bytes; ++i) buf[i] = root == comm().rank(g) ? byte(i) : 0;
+        comm().broadcast_patient(buf.data(), bytes, root, g, 100);
+        for (size_t i = 0; i < bytes; ++i)
+          ASSERT_EQ(buf[i], byte(i)) << group_name(g) << " root " << root << " byte " << i;
+      }
+    }
+  }
+  if (comm().size() == 1) return;
+  auto thread_cpu_s = [] {
+    rusage u{};
+    getrusage(RUSAGE_THREAD, &u);
+    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  };
+  comm().barrier(Group::World);
+  int64_t value = comm().rank() == 0 ? 42 : 0;
+  const double cpu0 = thread_cpu_s();
+  const auto t0 = std::chrono::steady_clock::now();
+  if (comm().rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  comm().broadcast_patient(&value, sizeof(value), 0, Group::World, 2000);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double used = thread_cpu_s() - cpu0;
+  EXPECT_EQ(value, 42);
+  if (comm().rank() != 0) {
+    EXPECT_GE(waited, 0.25);
+    EXPECT_LT(used, waited / 3) << "rank " << comm().rank() << " used " << used << " s of CPU in a "
+                                << waited << " s wait";
   }
 }
 
