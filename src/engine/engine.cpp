@@ -300,8 +300,7 @@ void Engine::run_step(const StepSchedule& s) {
 std::string Engine::describe_step(const StepSchedule& s) const {
   int64_t decodes = 0, prompt_end = 0;
   for (const ScheduledSeq& q : s.seqs) {
-    // Before the step: a decode is a sequence with one token left to compute.
-    if (int64_t(q.seq->tokens.size()) - q.begin == 1) ++decodes;
+    if (!q.prompt) ++decodes;
     else prompt_end = std::max(prompt_end, q.begin + q.num_tokens);
   }
   std::string out = fmt::format("{} decodes, {} prompt tokens (the furthest chunk ends at {})",

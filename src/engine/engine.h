@@ -86,7 +86,7 @@ class Engine {
   void audit();
   void update_gauges();
   // What a step carries, for the CPINFER_LOG=debug line of each step (with its time): decodes,
-  // prompt tokens, the step-time allowance it was planned with. Called before the step runs.
+  // prompt tokens, the step-time allowance it was planned with.
   std::string describe_step(const StepSchedule& s) const;
 
   StepExecutor& exec_;
