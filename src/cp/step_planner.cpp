@@ -22,6 +22,15 @@ void commit_step(const std::vector<SequenceStep>& steps) {
   for (const SequenceStep& s : steps) s.seq->num_cached += s.num_tokens;
 }
 
+namespace {
+// The first of a sequence's new tokens whose row gives logits (rows first..n-1 do):
+// 0 with all_logits, n when nobody reads the row (no row), else n - 1 (the last token).
+int64_t first_logit_row(const SequenceStep& st) {
+  if (st.all_logits) return 0;
+  return st.row_use == RowUse::None ? st.num_tokens : st.num_tokens - 1;
+}
+}  // namespace
+
 int64_t StepPlanner::slot_of(const SequenceState& seq, int64_t p) const {
   // W 4, I 8, page size 16: p 35 is owned by R0 (35 / 8 % 4 == 0), local index 11 -> page
   // seq.pages[0], offset 11.
@@ -68,7 +77,7 @@ void StepPlanner::plan_single(const std::vector<SequenceStep>& steps, RankStep& 
       s.positions.push_back(int32_t(p));
       s.slots.push_back(int64_t(seq.pages[size_t(p / B)]) * B + p % B);
     }
-    for (int64_t i = st.all_logits ? 0 : n - 1; i < n; ++i) {
+    for (int64_t i = first_logit_row(st); i < n; ++i) {
       s.logit_rows.push_back(row0 + i);
       s.logit_from_gathered.push_back(0);
     }
@@ -146,8 +155,10 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
       }
       s.decode_slots.push_back(slot_of(seq, C));
       s.shard.add(1, layout_.local_len(C + 1), seq.pages.data(), layout_.pages_needed(C + 1));
-      s.logit_rows.push_back(off);
-      s.logit_from_gathered.push_back(0);
+      if (first_logit_row(st) == 0) {
+        s.logit_rows.push_back(off);
+        s.logit_from_gathered.push_back(0);
+      }
       continue;
     }
     if (P > 1) {
@@ -168,7 +179,7 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
         if (j / c != r) s.remote.page_indices.push_back(int32_t(start + j));
       s.remote.page_indptr.push_back(int32_t(s.remote.page_indices.size()));
       for (int64_t p = 0; p < n; ++p) s.new_kv_slots[size_t(start + p)] = slot_of(seq, C + p);
-      for (int64_t p = st.all_logits ? 0 : n - 1; p < n; ++p) {
+      for (int64_t p = first_logit_row(st); p < n; ++p) {
         s.logit_rows.push_back(p);  // relative to the request: plan_hidden_gather maps it
         s.logit_from_gathered.push_back(1);
         logit_req_.push_back(int64_t(i));
@@ -176,7 +187,7 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
     } else {
       add_causal(n, off, n);
       for (int64_t p = 0; p < n; ++p) s.new_kv_slots[size_t(off + p)] = slot_of(seq, C + p);
-      for (int64_t p = st.all_logits ? 0 : n - 1; p < n; ++p) {
+      for (int64_t p = first_logit_row(st); p < n; ++p) {
         s.logit_rows.push_back(off + p);
         s.logit_from_gathered.push_back(0);
       }

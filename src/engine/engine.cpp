@@ -257,13 +257,15 @@ void Engine::run_step(const StepSchedule& s) {
     ps.id = q.seq->id;
     ps.num_tokens = q.num_tokens;
     ps.begin = q.begin;
-    // Only the argmax of the row is wanted when nobody reads the row (a prompt chunk that
-    // is not the last) or the request samples greedily and reads nothing else of the
-    // logits; a step of such rows only gathers each row's argmax (Decoder::lm_head).
+    // Nobody reads the row of a prompt chunk that is not the last: it gets no LM-head row.
+    // Only the argmax is wanted when the request samples greedily and reads nothing else of
+    // the logits; a step of such rows only gathers each row's argmax (Decoder::lm_head).
     const Active& a = *active_.at(q.seq->id);
     const bool chunk = q.begin + q.num_tokens < int64_t(q.seq->tokens.size());
-    ps.argmax_only = chunk || (a.sampler.takes_argmax() && a.params.top_logprobs < 0 &&
-                               !a.params.keep_logits);
+    ps.row_use = chunk ? RowUse::None
+                 : a.sampler.takes_argmax() && a.params.top_logprobs < 0 && !a.params.keep_logits
+                     ? RowUse::Argmax
+                     : RowUse::Logits;
     plan_.seqs.push_back(ps);
     plan_.tokens.insert(plan_.tokens.end(), q.seq->tokens.begin() + q.begin,
                         q.seq->tokens.begin() + q.begin + q.num_tokens);
@@ -282,15 +284,19 @@ void Engine::run_step(const StepSchedule& s) {
         metrics_.prompt_tokens += uint64_t(std::min(q.num_tokens, plen - q.begin));
     }
   }
-  // The event of the token that finished a request carries its finish reason.
-  for (size_t i = 0; i < s.seqs.size(); ++i) {
-    const SchedSeq& seq = *s.seqs[i].seq;
-    if (seq.num_computed < int64_t(seq.tokens.size())) continue;  // a prompt chunk
+  // The event of the token that finished a request carries its finish reason. Row i of the
+  // step's logits (or ids) belongs to the i-th sequence that is not a prompt chunk (chunks
+  // have no row: RowUse::None above).
+  for (size_t q = 0, i = 0; q < s.seqs.size(); ++q) {
+    const SchedSeq& seq = *s.seqs[q].seq;
+    if (plan_.seqs[q].row_use == RowUse::None) continue;  // a prompt chunk
+    CPI_ASSERT(seq.num_computed == int64_t(seq.tokens.size()));
     const int64_t id = seq.id;  // retire() destroys seq
     const std::string reason =
         argmax_ids.empty()
             ? sample_and_emit(*active_.at(id), logits.data() + i * size_t(vocab_), -1, now)
             : sample_and_emit(*active_.at(id), nullptr, argmax_ids[i], now);
+    ++i;
     if (!reason.empty()) retire(id, reason, now);
   }
   // The releases (and the blocks the step registered) go out with the next plan: the next

@@ -31,11 +31,13 @@ GenerateResult generate(StepExecutor& exec, const GenerateRequest& req, ThreadPo
   plan.seqs.resize(1);
   plan.seqs[0].id = kSeq;
   int64_t cached = 0;  // tokens of the sequence in the KV cache
-  auto forward = [&](const int32_t* tokens, int64_t n,
-                     bool all_logits = false) -> std::vector<float>& {
+  // row_use None: a prompt chunk that is not the last (its row has no use: no LM head).
+  auto forward = [&](const int32_t* tokens, int64_t n, bool all_logits = false,
+                     RowUse row_use = RowUse::Logits) -> std::vector<float>& {
     plan.kind = StepPlan::Kind::Forward;
     plan.seqs[0].num_tokens = n;
     plan.seqs[0].all_logits = all_logits;
+    plan.seqs[0].row_use = row_use;
     plan.seqs[0].begin = cached;
     plan.tokens.assign(tokens, tokens + n);
     std::vector<float>& out = exec.run(plan);
@@ -56,7 +58,9 @@ GenerateResult generate(StepExecutor& exec, const GenerateRequest& req, ThreadPo
     const int64_t n = int64_t(req.prompt.size());
     for (int64_t b = 0; b < n; b += req.prefill_chunk) {
       const int64_t len = std::min(req.prefill_chunk, n - b);
-      logits = &forward(req.prompt.data() + b, len, req.keep_prompt_logits);
+      const bool last = b + len == n;
+      logits = &forward(req.prompt.data() + b, len, req.keep_prompt_logits,
+                        last ? RowUse::Logits : RowUse::None);
       if (req.keep_prompt_logits)
         res.prompt_logits.insert(res.prompt_logits.end(), logits->begin(), logits->end());
     }

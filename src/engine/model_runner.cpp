@@ -113,7 +113,8 @@ std::vector<float>& ModelRunner::step(const std::vector<SequenceStep>& steps) {
       CPI_CHECK(s.tokens[i] >= 0 && s.tokens[i] < config_.vocab_size,
                 "token id {} is outside the vocabulary [0, {})", s.tokens[i], config_.vocab_size);
   bool argmax_only = !steps.empty();
-  for (const SequenceStep& s : steps) argmax_only = argmax_only && s.argmax_only && !s.all_logits;
+  for (const SequenceStep& s : steps)
+    argmax_only = argmax_only && s.row_use != RowUse::Logits && !s.all_logits;
   planner_.plan(steps, page_pool_, &step_);
   if (argmax_only) {  // clear() keeps the capacity: a later full step allocates nothing
     logits_.clear();

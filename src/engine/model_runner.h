@@ -52,8 +52,9 @@ class ModelRunner {
 
   // Appends each step's tokens to its sequence and returns the logits of the wanted rows
   // ([rows, vocab], rows in step order). Throws Error when the cache has no room. A step
-  // whose every sequence is argmax_only (and none all_logits) returns no logits (empty):
-  // argmax_ids() then holds the argmax of each row instead.
+  // whose every sequence wants RowUse::Argmax or None (and none all_logits) returns no
+  // logits (empty): argmax_ids() then holds the argmax of each row instead. A sequence with
+  // RowUse::None (and not all_logits) has no row.
   std::vector<float>& step(const std::vector<SequenceStep>& steps);
   // After an argmax-only step: one id per logit row, the lowest id of the row's largest
   // logit (as argmax() over the row's logits; rows without NaN). Empty after other steps.

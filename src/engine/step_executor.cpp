@@ -132,7 +132,7 @@ std::vector<float>& StepExecutor::execute(const StepPlan& plan) {
                   int64_t(st.pages.size()) == cp.pages_needed(s.begin + s.num_tokens),
               "rank {}: sequence {} holds {} pages, {} tokens need {}", rank_, s.id,
               st.pages.size(), s.begin + s.num_tokens, cp.pages_needed(s.begin + s.num_tokens));
-    steps_.push_back({&st, tok, s.num_tokens, s.all_logits != 0, s.argmax_only != 0});
+    steps_.push_back({&st, tok, s.num_tokens, s.all_logits != 0, s.row_use});
     tok += s.num_tokens;
   }
   return runner_.step(steps_);

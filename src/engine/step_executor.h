@@ -26,7 +26,7 @@ class StepExecutor {
   // the next run; the caller may change them (sampling patches penalised ids and restores).
   std::vector<float>& run(const StepPlan& plan);
   // Rank 0, after run(): the argmax of each logit row when every sequence of the plan was
-  // argmax_only (run() then returned no logits); empty otherwise.
+  // RowUse::Argmax or None (run() then returned no logits); empty otherwise.
   const std::vector<int32_t>& argmax_ids() const { return runner_.argmax_ids(); }
   // Rank 0 only: every rank applies `ops`, then reports its context-parallel rank R and its
   // pool's free pages. Returns [world][2] = {R, free pages} by world rank.

@@ -62,7 +62,9 @@ StepPlan StepPlan::deserialize(const std::vector<uint8_t>& in) {
   CPI_CHECK(pos == in.size(), "step plan has {} trailing bytes", in.size() - pos);
   int64_t sum = 0;
   for (const Seq& s : p.seqs) {
-    CPI_CHECK(s.begin >= 0 && s.num_tokens >= 0, "step plan sequence {} is corrupt", s.id);
+    CPI_CHECK(s.begin >= 0 && s.num_tokens >= 0 && int32_t(s.row_use) >= 0 &&
+                  int32_t(s.row_use) <= int32_t(RowUse::None),
+              "step plan sequence {} is corrupt", s.id);
     sum += s.num_tokens;
   }
   for (const PageOp& o : p.page_ops)

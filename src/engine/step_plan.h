@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "attention/sequence_state.h"
+
 namespace cpinfer {
 
 // One change to the KV pages of one context-parallel rank, decided by rank 0's block
@@ -37,10 +39,10 @@ struct StepPlan {
     int64_t id = 0;          // the engine's request id
     int64_t num_tokens = 0;  // new tokens this step (Forward)
     int32_t all_logits = 0;  // logits of every new token instead of only the last
-    // 1: only the argmax of this sequence's logit row is wanted (greedy sampling without
-    // penalties, bias or logprobs, or a prompt chunk whose row nobody reads). A step whose
-    // every row says so gathers one (value, id) pair per row and rank instead of the logits.
-    int32_t argmax_only = 0;
+    // What its logit row is wanted for. A step whose every row wants only its argmax (or
+    // nothing) gathers one (value, id) pair per row and rank instead of the logits; a
+    // sequence whose row nobody reads (RowUse::None) has no row in the step at all.
+    RowUse row_use = RowUse::Logits;  // 4 bytes on the wire
     int64_t begin = 0;       // tokens already cached (the position of the first new token)
   };
   Kind kind = Kind::Forward;

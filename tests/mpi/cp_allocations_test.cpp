@@ -60,8 +60,8 @@ int main(int argc, char** argv) {
     // Decodes: allowed one allocation when a sequence's page list grows (capacity doubles).
     int64_t decode_news = 0, growth = 0;
     const std::vector<SequenceStep> dec{{&a, toks.data(), 1}, {&b, toks.data(), 1}};
-    const std::vector<SequenceStep> dec_argmax{{&a, toks.data(), 1, false, true},
-                                               {&b, toks.data(), 1, false, true}};
+    const std::vector<SequenceStep> dec_argmax{{&a, toks.data(), 1, false, RowUse::Argmax},
+                                               {&b, toks.data(), 1, false, RowUse::Argmax}};
     runner.step(dec);
     runner.step(dec_argmax);
     for (int i = 0; i < 40; ++i) {

@@ -136,7 +136,9 @@ void chunked_prefill_beside_decodes(Tracked& exec, Tracked& base, int64_t V,
       if (s.done < n) {
         if (step < s.start_step) continue;
         const int64_t take = s.chunk > 0 ? std::min(s.chunk, n - s.done) : n;
-        plan.seqs.push_back({s.id, take, 0});
+        // A chunk that is not the prompt's last wants no row (as the engine plans it).
+        const RowUse use = s.done + take < n ? RowUse::None : RowUse::Logits;
+        plan.seqs.push_back({s.id, take, 0, use});
         plan.tokens.insert(plan.tokens.end(), s.prompt.begin() + s.done, s.prompt.begin() + s.done + take);
         s.done += take;
       } else {
@@ -149,11 +151,20 @@ void chunked_prefill_beside_decodes(Tracked& exec, Tracked& base, int64_t V,
     }
     if (plan.seqs.empty()) break;
     const std::vector<float>& l = exec.run(plan);
+    int64_t rows = 0;  // mid chunks have no row: row r is the r-th sequence with one
     for (size_t i = 0; i < in_step.size(); ++i) {
       Seq& s = *in_step[i];
       const int64_t pos = s.done + s.generated - 1;  // the step's last token
-      if (s.done == int64_t(s.prompt.size()))  // a finished prompt's row (not a mid chunk)
-        s.got[pos].assign(l.begin() + int64_t(i) * V, l.begin() + int64_t(i + 1) * V);
+      if (plan.seqs[i].row_use == RowUse::None) continue;
+      if (int64_t(l.size()) >= (rows + 1) * V)
+        s.got[pos].assign(l.begin() + rows * V, l.begin() + (rows + 1) * V);
+      ++rows;
+    }
+    ++check.compared;
+    if (int64_t(l.size()) != rows * V) {
+      std::printf("FAIL chunked step %lld: %zu logits, want %lld rows\n", (long long)step,
+                  l.size(), (long long)rows);
+      ++check.failures;
     }
   }
   std::vector<int64_t> ids;
@@ -184,7 +195,8 @@ void argmax_only_steps(Tracked& exec, Tracked& base, int64_t V, int64_t P, Check
   auto step = [&](int64_t first_id, bool argmax_only, const std::vector<std::vector<int32_t>>& toks) {
     StepPlan p;
     for (int64_t i = 0; i < n; ++i) {
-      p.seqs.push_back({first_id + i, int64_t(toks[size_t(i)].size()), 0, argmax_only ? 1 : 0});
+      p.seqs.push_back({first_id + i, int64_t(toks[size_t(i)].size()), 0,
+                        argmax_only ? RowUse::Argmax : RowUse::Logits});
       p.tokens.insert(p.tokens.end(), toks[size_t(i)].begin(), toks[size_t(i)].end());
     }
     return p;
@@ -218,7 +230,7 @@ void argmax_only_steps(Tracked& exec, Tracked& base, int64_t V, int64_t P, Check
   }
   // Mixed: one argmax-only row beside a full one -> logits for both, no ids.
   StepPlan mixed = step(30, true, toks);
-  mixed.seqs[1].argmax_only = 0;
+  mixed.seqs[1].row_use = RowUse::Logits;
   ++check.compared;
   const size_t got = exec.run(mixed).size();
   if (int64_t(got) != n * V || !exec.exec.argmax_ids().empty()) {
@@ -230,6 +242,57 @@ void argmax_only_steps(Tracked& exec, Tracked& base, int64_t V, int64_t P, Check
   for (int64_t i = 0; i < n; ++i) ids.push_back(30 + i), ids.push_back(40 + i);
   exec.run(release_plan(ids));
   base.run(release_plan(ids));
+}
+
+// Prompt chunks whose rows nobody reads (RowUse::None) have no row: a step of only such
+// chunks returns no logits and no ids; beside an argmax row it returns that row's id alone;
+// the rows that follow are the single-rank engine's. Prompts of 90 (seq 60) and 45 (seq 61).
+void rowless_chunks(Tracked& exec, Tracked& base, int64_t V, Checker& check) {
+  const std::vector<int32_t> a = prompt(90, 60), b = prompt(45, 61);
+  auto part = [](const std::vector<int32_t>& t, int64_t from, int64_t n) {
+    return std::vector<int32_t>(t.begin() + from, t.begin() + from + n);
+  };
+  auto step = [](std::vector<std::pair<StepPlan::Seq, std::vector<int32_t>>> seqs) {
+    StepPlan p;
+    for (auto& [s, t] : seqs) {
+      s.num_tokens = int64_t(t.size());
+      p.seqs.push_back(s);
+      p.tokens.insert(p.tokens.end(), t.begin(), t.end());
+    }
+    return p;
+  };
+  const auto want_a = alone(base, 60, a, 1, V), want_b = alone(base, 61, b, 0, V);
+  auto fail = [&](const char* what, size_t logits, size_t ids) {
+    std::printf("FAIL rowless chunks, %s: %zu logits, %zu ids\n", what, logits, ids);
+    ++check.failures;
+  };
+  check.compared += 2;
+  // Step A: both first chunks, no rows.
+  size_t got = exec.run(step({{{60, 0, 0, RowUse::None}, part(a, 0, 50)},
+                              {{61, 0, 0, RowUse::None}, part(b, 0, 20)}})).size();
+  if (got != 0 || !exec.exec.argmax_ids().empty())
+    fail("two mid chunks", got, exec.exec.argmax_ids().size());
+  // Step B: seq 60's last chunk (argmax only) beside seq 61's second chunk (no row).
+  got = exec.run(step({{{60, 0, 0, RowUse::Argmax}, part(a, 50, 40)},
+                       {{61, 0, 0, RowUse::None}, part(b, 20, 13)}})).size();
+  const std::vector<int32_t> ids = exec.exec.argmax_ids();
+  const int32_t want_id = argmax(want_a.at(89).data(), V, global_pool());
+  if (got != 0 || ids.size() != 1 || ids[0] != want_id) {
+    fail("a last chunk beside a mid chunk", got, ids.size());
+    if (ids.size() == 1) std::printf("  id %d, one rank's argmax %d\n", ids[0], want_id);
+  }
+  // Step C: seq 60 decodes one token, seq 61's last chunk: two full rows.
+  const std::vector<float> l = exec.run(step({{{60, 0, 0, RowUse::Logits}, {forced_token(60, 0)}},
+                                              {{61, 0, 0, RowUse::Logits}, part(b, 33, 12)}}));
+  if (int64_t(l.size()) != 2 * V) {
+    fail("a decode beside a last chunk", l.size(), exec.exec.argmax_ids().size());
+  } else {
+    check.compare(want_a.at(90), std::vector<float>(l.begin(), l.begin() + V), V,
+                  "rowless chunks: seq 60 decode");
+    check.compare(want_b.at(44), std::vector<float>(l.begin() + V, l.end()), V,
+                  "rowless chunks: seq 61 prompt end");
+  }
+  exec.run(release_plan({60, 61}));
 }
 
 }  // namespace
@@ -294,6 +357,7 @@ int main(int argc, char** argv) {
       base.run(rel);
       chunked_prefill_beside_decodes(exec, base, V, check);
       argmax_only_steps(exec, base, V, P, check);
+      rowless_chunks(exec, base, V, check);
       cp_exec.shutdown();
       std::printf("%s cp_batch_test tp %d pcp %d dcp %d interleave %d: %d steps and sequences "
                   "compared, worst |dlogit| %.3g\n",

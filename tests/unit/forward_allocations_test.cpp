@@ -45,7 +45,7 @@ Counts count_steps(int num_layers, int64_t prompt, int steps, bool alternate = f
   c.prefill_again = g_news.load() - before;
   int32_t tok = 7;
   const std::vector<SequenceStep> decode{SequenceStep{&seq, &tok, 1}};
-  const std::vector<SequenceStep> decode_argmax{SequenceStep{&seq, &tok, 1, false, true}};
+  const std::vector<SequenceStep> decode_argmax{SequenceStep{&seq, &tok, 1, false, RowUse::Argmax}};
   for (int i = 0; i < steps + 2; ++i) {
     const bool new_page = seq.num_cached % ro.page_size == 0;
     const std::vector<SequenceStep>& step = alternate && i % 2 ? decode_argmax : decode;
