@@ -11,14 +11,21 @@
 # (this run's included) while it ran, to compare with threads x its wall time. Not part of
 # the test suite: the full run takes about an hour on 2 cores; run it on a quiet machine.
 #
-# Environment: CPINFER (build/cpinfer), MODEL (models/qwen2.5-0.5b-gguf), DTYPE (bf16; f16
-# also works in both engines), THREADS ("1 2"), PREFILL ("512 2048 8192"), DEPTHS
+# Environment: CPINFER (build/cpinfer), MODEL (models/qwen2.5-0.5b-gguf, or
+# models/qwen2.5-0.5b-gguf-q8 with QUANT=int8), DTYPE (bf16; f16 also works in both engines),
+# QUANT (none; int8: the matrices stored as Q8_0 blocks in the GGUF file, quantized from the
+# DTYPE values, which both engines read as they are), THREADS ("1 2"), PREFILL ("512 2048 8192"), DEPTHS
 # ("0 8192"), DECODE_TOKENS (32), ITERS (3), WARMUP (1), OUT.
 # A smoke run: PREFILL=128 DEPTHS=0 DECODE_TOKENS=16 ITERS=1 WARMUP=0 THREADS=2 OUT=/tmp/x.jsonl
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 CPINFER=${CPINFER:-build/cpinfer}
-MODEL=${MODEL:-models/qwen2.5-0.5b-gguf}
+QUANT=${QUANT:-none}
+case "$QUANT" in
+  none) MODEL=${MODEL:-models/qwen2.5-0.5b-gguf} ;;
+  int8) MODEL=${MODEL:-models/qwen2.5-0.5b-gguf-q8} ;;
+  *) echo "QUANT=$QUANT: none or int8" >&2; exit 2 ;;
+esac
 DTYPE=${DTYPE:-bf16}
 THREADS=${THREADS:-1 2}
 PREFILL=${PREFILL:-512 2048 8192}
@@ -29,17 +36,20 @@ WARMUP=${WARMUP:-1}
 OUT=${OUT:-bench/results/peer_llamacpp.jsonl}
 mkdir -p "$(dirname "$OUT")"
 if [[ ! -f "$MODEL/model.gguf" ]]; then
-  "$CPINFER" make-model --preset qwen2.5-0.5b --dtype "$DTYPE" --format gguf --out "$MODEL"
+  "$CPINFER" make-model --preset qwen2.5-0.5b --dtype "$DTYPE" --format gguf \
+    --quantization "$QUANT" --out "$MODEL"
 fi
 GGUF="$MODEL/model.gguf"
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 : >"$OUT"
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }
-# emit ENGINE_JSON BUSY0: the line with the commit, dtype and CPU time of all processes added.
+# emit ENGINE_JSON BUSY0: the line with the commit, dtype, quantization and CPU time of all
+# processes added.
 emit() {
   node -e 'const j = JSON.parse(process.argv[1]);
-    Object.assign(j, {cpinfer_commit: process.argv[2], dtype: process.argv[3], busy_jiffies: +process.argv[4]});
-    console.log(JSON.stringify(j));' "$1" "$COMMIT" "$DTYPE" "$(( $(busy) - $2 ))" | tee -a "$OUT"
+    Object.assign(j, {cpinfer_commit: process.argv[2], dtype: process.argv[3],
+      quantization: process.argv[5], busy_jiffies: +process.argv[4]});
+    console.log(JSON.stringify(j));' "$1" "$COMMIT" "$DTYPE" "$(( $(busy) - $2 ))" "$QUANT" | tee -a "$OUT"
 }
 # cpinfer LINE_FIELDS ARGS...: one bench latency run, reduced to the fields compared.
 cpinfer_line() {
