@@ -94,7 +94,7 @@ TEST(StepPlanWire, RoundTripsAndRejectsCorruptBytes) {
   StepPlan::Seq a;
   a.id = 7, a.num_tokens = 2, a.begin = 40;
   StepPlan::Seq b;
-  b.id = 8, b.num_tokens = 1, b.all_logits = 1;
+  b.id = 8, b.num_tokens = 1, b.all_logits = 1, b.row_use = RowUse::Argmax;
   p.seqs = {a, b};
   p.tokens = {11, 12, 13};
   const std::vector<uint8_t> bytes = p.serialize();
@@ -107,6 +107,13 @@ TEST(StepPlanWire, RoundTripsAndRejectsCorruptBytes) {
   ASSERT_EQ(q.seqs.size(), 2u);
   EXPECT_EQ(q.seqs[0].begin, 40);
   EXPECT_EQ(q.seqs[1].all_logits, 1);
+  EXPECT_EQ(q.seqs[0].row_use, RowUse::Logits);
+  EXPECT_EQ(q.seqs[1].row_use, RowUse::Argmax);
+  for (RowUse use : {RowUse::Logits, RowUse::Argmax, RowUse::None}) {
+    StepPlan r = p;
+    r.seqs[0].row_use = use;
+    EXPECT_EQ(StepPlan::deserialize(r.serialize()).seqs[0].row_use, use);
+  }
   EXPECT_EQ(q.tokens, p.tokens);
   for (size_t cut : {size_t(0), size_t(10), bytes.size() - 1})
     EXPECT_THROW(StepPlan::deserialize(std::vector<uint8_t>(bytes.begin(), bytes.begin() + cut)),
@@ -117,6 +124,13 @@ TEST(StepPlanWire, RoundTripsAndRejectsCorruptBytes) {
   StepPlan wrong = p;
   wrong.tokens.pop_back();  // the counts disagree
   EXPECT_THROW(StepPlan::deserialize(wrong.serialize()), Error);
+  // A row use outside {Logits, Argmax, None} (a corrupt or foreign plan) is refused, not
+  // acted on: a worker would otherwise add or drop a logit row the others do not.
+  for (int32_t use : {-1, 3, 0x7fffffff}) {
+    StepPlan corrupt = p;
+    corrupt.seqs[1].row_use = static_cast<RowUse>(use);
+    EXPECT_THROW(StepPlan::deserialize(corrupt.serialize()), Error) << use;
+  }
 }
 
 TEST(StepPlanner, OneRankSlotsPositionsAndPageTable) {
