@@ -305,9 +305,9 @@ int run_plan(const PlanArgs& a) {
                 best->ttft_s, best->itl_s);
   else
     std::printf("\nno layout fits in %.1f GiB per host\n", m.memory_bytes_per_host / double(int64_t(1) << 30));
-  if (a.context_len > c.max_position_embeddings && c.max_position_embeddings > 0)
-    std::printf("note: %lld tokens exceed the model's max_position_embeddings %lld\n",
-                (long long)a.context_len, (long long)c.max_position_embeddings);
+  if (a.context_len > derived_max_model_len(c) && derived_max_model_len(c) > 0)
+    std::printf("note: %lld tokens exceed the model's context length %lld\n",
+                (long long)a.context_len, (long long)derived_max_model_len(c));
   return 0;
 }
 

@@ -174,7 +174,7 @@ int run_serve(ServeArgs a) {
     const int64_t capacity = ro.num_pages * ro.page_size * runner.cp_layout().world();
     const int64_t len = a.max_model_len > 0
                             ? a.max_model_len
-                            : std::min<int64_t>(config.max_position_embeddings, capacity);
+                            : std::min<int64_t>(derived_max_model_len(config), capacity);
     eo.scheduler.max_num_batched_tokens = std::max(eo.scheduler.max_num_batched_tokens, len);
   }
   Engine engine(exec, tok, eo, pool);
@@ -241,7 +241,8 @@ void register_serve(CLI::App& app, CommandAction* action) {
                   "The model name in the API (default: the --model path)");
   cmd->add_option("--max-model-len", a->max_model_len,
                   "Prompt + completion tokens per request (default: the model's "
-                  "max_position_embeddings, capped by the KV cache)")
+                  "max_position_embeddings (times rope_scaling.factor for yarn and linear "
+                  "scaling, as vLLM), capped by the KV cache)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
   auto* mbt = cmd->add_option("--max-num-batched-tokens", a->max_num_batched_tokens,
                               "Token budget of one engine step")

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/logprobs.h"
+#include "model/model_config.h"
 
 namespace cpinfer {
 
@@ -41,11 +42,10 @@ Engine::Engine(StepExecutor& exec, const Tokenizer& tok, const EngineOptions& op
   CPI_ASSERT(exec.is_driver());
   kv_capacity_tokens_ = capacity_tokens(blocks_);
   if (opts_.max_model_len == 0)  // default: what the model and the KV cache allow
-    opts_.max_model_len =
-        std::min(exec.runner().config().max_position_embeddings > 0
-                     ? exec.runner().config().max_position_embeddings
-                     : kv_capacity_tokens_,
-                 kv_capacity_tokens_);
+    opts_.max_model_len = derived_max_model_len(exec.runner().config()) > 0
+                              ? std::min(derived_max_model_len(exec.runner().config()),
+                                         kv_capacity_tokens_)
+                              : kv_capacity_tokens_;
   CPI_CHECK(opts_.max_model_len >= 1, "max model length {} must be >= 1", opts_.max_model_len);
   CPI_CHECK(opts_.max_model_len <= kv_capacity_tokens_,
             "max model length {} exceeds what the KV cache holds for one request ({} tokens): "

@@ -24,7 +24,7 @@ namespace cpinfer {
 struct EngineOptions {
   SchedulerConfig scheduler;
   int64_t max_model_len = 0;  // prompt + max_tokens limit (<= what one request can hold);
-                              // 0: min(max_position_embeddings, KV capacity)
+                              // 0: min(derived_max_model_len, KV capacity)
   PrefixCacheOptions prefix_cache;  // on by default, as vLLM's
 };
 

@@ -309,6 +309,15 @@ GenerationDefaults parse_generation_defaults(const Fields& g) {
 
 }  // namespace
 
+int64_t derived_max_model_len(const ModelConfig& c) {
+  if (c.max_position_embeddings <= 0) return 0;
+  const RopeScaling& r = c.rope_scaling;
+  double len = double(c.max_position_embeddings);
+  if (r.type == "yarn") len = double(r.original_max_position_embeddings) * r.factor;
+  else if (r.type == "linear") len *= r.factor;
+  return int64_t(std::min(len, double(int64_t(1) << 40)));
+}
+
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
   const json root = parse_json_object(json_text, source);
   const Fields f(root, source);

@@ -71,6 +71,13 @@ struct ModelConfig {
   GenerationDefaults generation;   // from generation_config.json
 };
 
+// The longest sequence the model is meant for, as vLLM derives it: max_position_embeddings,
+// times rope_scaling.factor for a "linear" scaling, and original_max_position_embeddings
+// times factor for "yarn" (a Qwen2.5 config with max_position_embeddings 32768 and yarn
+// factor 4 over 32768: 131072). "llama3" configs already give the scaled length. 0 when the
+// config has no max_position_embeddings.
+int64_t derived_max_model_len(const ModelConfig& c);
+
 // Parses and validates config.json text; `source` names the file in errors.
 // Throws Error naming the field and the expected value.
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source);

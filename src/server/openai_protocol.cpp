@@ -219,6 +219,12 @@ void parse_common(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
   if (const json* v = field(b, "stream_options")) {
     if (!r->stream) bad("stream_options", "'stream_options' is only allowed with stream = true");
     if (!v->is_object()) bad("stream_options", "'stream_options' must be an object");
+    // Only include_usage is honoured; any other option (vLLM's continuous_usage_stats, say)
+    // is refused by name rather than dropped.
+    for (const auto& item : v->items())
+      if (item.key() != "include_usage")
+        bad("stream_options", fmt::format("'stream_options.{}' is not supported by this server "
+                                          "(only include_usage)", clip(item.key())));
     if (const json* u = field(*v, "include_usage"))
       r->include_usage = get_bool(*u, "stream_options.include_usage");
   }

@@ -201,6 +201,8 @@ comp 400 "'response_format' is not supported by this server" -d '{"prompt": "x",
 comp 400 "'user' must be a string" -d '{"prompt": "x", "user": 5}'
 chat 400 "'echo' is not supported by this server" -d '{"messages": [{"role": "user", "content": "x"}], "echo": true}'
 chat 400 "response_format {\"type\":\"json_object\"} is not supported" -d '{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}}'
+chat 400 "\"type\":\"json_schema\"} is not supported: output is not constrained" -d '{"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {"name": "w", "schema": {"type": "object"}}}}'
+comp 400 "'stream_options.continuous_usage_stats' is not supported by this server" -d '{"prompt": "x", "stream": true, "stream_options": {"include_usage": true, "continuous_usage_stats": true}}'
 chat 400 "When using \`tool_choice\`, \`tools\` must be set." -d '{"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"}'
 TOOLS='"tools": [{"type": "function", "function": {"name": "f"}}]'
 chat 400 "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set" -d "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], $TOOLS}"

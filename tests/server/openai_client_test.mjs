@@ -260,6 +260,27 @@ await expectError(400, 'repetition_penalty 0', () => client.completions.create({
 await expectError(400, 'presence_penalty 2.5', () => client.completions.create({ model, prompt: 'x', presence_penalty: 2.5 }));
 await expectError(400, 'frequency_penalty -2.5', () => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], frequency_penalty: -2.5 }));
 await expectError(400, 'min_p 1.5', () => client.completions.create({ model, prompt: 'x', min_p: 1.5 }));
+// What the server does not honour is refused by name through the client too, never ignored.
+const refusedParam = async (what, param, fn) => {
+  try {
+    await fn();
+    check(false, `${what}: expected HTTP 400, got success`);
+  } catch (e) {
+    check(e instanceof OpenAI.APIError && e.status === 400 && e.param === param,
+          `${what}: expected HTTP 400 naming ${param}, got ${e.status} param ${e.param}: ${e.message}`);
+  }
+};
+const userMsg = [{ role: 'user', content: 'x' }];
+await refusedParam('response_format json_object', 'response_format', () =>
+  client.chat.completions.create({ model, messages: userMsg, response_format: { type: 'json_object' } }));
+await refusedParam('response_format json_schema', 'response_format', () =>
+  client.chat.completions.create({ model, messages: userMsg, response_format: {
+    type: 'json_schema', json_schema: { name: 'w', schema: { type: 'object', properties: { a: { type: 'string' } } } } } }));
+await refusedParam('an unknown field', 'frobnicate', () =>
+  client.completions.create({ model, prompt: 'x', max_tokens: 1, frobnicate: true }));
+await refusedParam('an unknown stream option', 'stream_options', () =>
+  client.chat.completions.create({ model, messages: userMsg, stream: true,
+    stream_options: { include_usage: true, continuous_usage_stats: true } }));
 await expectError(400, 'logit_bias id past the vocabulary', () => client.completions.create({ model, prompt: 'x', logit_bias: { 99999999: 1 } }));
 await expectError(400, 'logit_bias 200', () => client.chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }], logit_bias: { 5: 200 } }));
 await expectError(401, 'wrong API key', () => new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'wrong', maxRetries: 0 }).models.list());

@@ -4,10 +4,14 @@
 // and every page returns to the pool.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <random>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "engine/engine.h"
@@ -336,6 +340,32 @@ TEST(Engine, InvalidRequestsAreRefused) {
                      global_pool());
   StepExecutor exec(runner, nullptr);
   EXPECT_THROW(Engine(exec, tokenizer(), EngineOptions{{4, 64, true}, 65}, global_pool()), Error);
+}
+
+// Without --max-model-len the engine takes the model's length as vLLM derives it: a yarn
+// config of 64 positions, factor 4 over 64 original ones, serves 256 tokens (capped by the
+// KV pool).
+TEST(Engine, DefaultMaxModelLenFollowsRopeScaling) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "engine_yarn_tiny";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(model_dir()))
+    if (e.path().filename() != "config.json") fs::create_symlink(e.path(), dir / e.path().filename());
+  nlohmann::json c = nlohmann::json::parse(std::ifstream(model_dir() + "/config.json"));
+  c["max_position_embeddings"] = 64;
+  c["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 64}};
+  std::ofstream(dir / "config.json") << c.dump();
+  for (int64_t pages : {64, 8}) {
+    RunnerOptions ro;
+    ro.num_pages = pages;
+    ro.page_size = 16;
+    ModelRunner runner(dir.string(), ro, global_pool());
+    StepExecutor exec(runner, nullptr);
+    Engine engine(exec, tokenizer(), EngineOptions{{4, 64, true}, 0}, global_pool());
+    EXPECT_EQ(engine.options().max_model_len, std::min<int64_t>(256, pages * 16)) << pages;
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

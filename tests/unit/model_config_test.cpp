@@ -230,6 +230,26 @@ TEST(ModelConfig, RopeScalingVariants) {
   expect_config_error(j, {"'rope_scaling.factor'", "positive"});
 }
 
+// The default max model length as vLLM derives it from the config.
+TEST(ModelConfig, DerivedMaxModelLen) {
+  json j = qwen_with("max_position_embeddings", 32768);
+  EXPECT_EQ(derived_max_model_len(parse_json(j)), 32768);
+  // Qwen2.5's model card: add the yarn block to a 32768-position config for 128k.
+  j["rope_scaling"] = {{"factor", 4.0}, {"original_max_position_embeddings", 32768},
+                       {"type", "yarn"}};
+  EXPECT_EQ(derived_max_model_len(parse_json(j)), 131072);
+  // yarn without original_max_position_embeddings: max_position_embeddings x factor.
+  j["rope_scaling"] = {{"factor", 2.0}, {"type", "yarn"}};
+  EXPECT_EQ(derived_max_model_len(parse_json(j)), 65536);
+  j["rope_scaling"] = {{"factor", 2.5}, {"type", "linear"}};
+  EXPECT_EQ(derived_max_model_len(parse_json(j)), 81920);
+  // llama3 configs carry the scaled length already.
+  j = qwen_with("max_position_embeddings", 131072);
+  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
+  EXPECT_EQ(derived_max_model_len(parse_json(j)), 131072);
+}
+
 // Qwen2.5's model-card block: the other fields take Hugging Face's defaults.
 TEST(ModelConfig, RopeScalingYarn) {
   json j = qwen_with("max_position_embeddings", 131072);

@@ -125,6 +125,31 @@ TEST(OpenAIProtocol, ResponseFormat) {
              "response_format");
   expect_400([] { completion({{"prompt", "x"}, {"response_format", {{"type", "text"}}}}); },
              "response_format");
+  // A schema is not enforced either: refused, not accepted and ignored.
+  expect_400([] {
+    chat({{"messages", kUser},
+          {"response_format",
+           {{"type", "json_schema"},
+            {"json_schema", {{"name", "w"}, {"schema", {{"type", "object"}}}}}}}});
+  }, "response_format", "json_schema");
+  expect_400([] { chat({{"messages", kUser}, {"response_format", "json"}}); }, "response_format");
+}
+
+TEST(OpenAIProtocol, StreamOptionsOnlyIncludeUsage) {
+  EXPECT_TRUE(completion({{"prompt", "x"}, {"stream", true},
+                          {"stream_options", {{"include_usage", true}}}}).include_usage);
+  EXPECT_FALSE(completion({{"prompt", "x"}, {"stream", true}, {"stream_options", json::object()}})
+                   .include_usage);
+  // Any other option is named in the refusal, in both endpoints.
+  expect_400([] {
+    completion({{"prompt", "x"}, {"stream", true},
+                {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}}});
+  }, "stream_options", "stream_options.continuous_usage_stats");
+  expect_400([] {
+    chat({{"messages", kUser}, {"stream", true}, {"stream_options", {{"frobnicate", 1}}}});
+  }, "stream_options", "stream_options.frobnicate");
+  expect_400([] { completion({{"prompt", "x"}, {"stream_options", {{"include_usage", true}}}}); },
+             "stream_options", "only allowed with stream");
 }
 
 }  // namespace
