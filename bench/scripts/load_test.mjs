@@ -8,11 +8,18 @@
 //   node bench/scripts/load_test.mjs --url http://127.0.0.1:PORT --model NAME --pid PID
 //     [--clients 64] [--duration 300] [--min-prompt 8] [--max-prompt 1024]
 //     [--max-tokens-max 128] [--disconnect 0.1] [--reject 0.03] [--max-model-len N]
+//     [--shared-prefix 0 --prefixes 4] [--early-cancel 0 --early-cancel-ms 3000]
 //     [--greedy-out FILE] [--greedy-n 24] [--expect-preemptions] [--rss-tolerance 0.10]
 //     [--rss-tail-tolerance 0.01 (soak: growth over the last 20 min; off by default)]
 //     [--label NAME] [--jsonl bench/results/load_test.jsonl]
 //   node bench/scripts/load_test.mjs --compare A.json B.json   (greedy outputs equal?)
 //
+// --shared-prefix F: a fraction F of the requests start with one of --prefixes fixed prompts
+// (lengths log-uniform in [max(minPrompt, maxPrompt / 16), maxPrompt / 2]) and go on with
+// their own random tokens, so the prefix cache serves hits and shares pages between running
+// requests; the run then requires hits in /metrics. --early-cancel F: a fraction F of the
+// requests are dropped by their client a random 0..--early-cancel-ms after the response
+// began, whatever they are doing then (queued, prefilling chunk by chunk, decoding).
 // Exit status 0 when every check passed; the summary (one JSON line) is printed and appended
 // to --jsonl. Uses fetch (node >= 18) and parses the SSE stream itself, so a disconnect is an
 // AbortController.abort() in the middle of the stream.
@@ -23,12 +30,13 @@ function parseArgs(argv) {
     url: '', model: '', pid: 0, clients: 64, duration: 300, minPrompt: 8, maxPrompt: 1024,
     maxTokensMax: 128, disconnect: 0.1, reject: 0.03, maxModelLen: 0, greedyOut: '',
     greedyN: 24, greedyMaxTokens: 48, expectPreemptions: false, rssTolerance: 0.10, label: 'load',
-    rssTailTolerance: -1,
+    rssTailTolerance: -1, sharedPrefix: 0, prefixes: 4, earlyCancel: 0, earlyCancelMs: 3000,
     jsonl: '', seed: 1, vocab: 150000, settleS: 60, compare: null,
   };
   const num = new Set(['pid', 'clients', 'duration', 'minPrompt', 'maxPrompt', 'maxTokensMax',
     'disconnect', 'reject', 'maxModelLen', 'greedyN', 'greedyMaxTokens', 'rssTolerance', 'seed',
-    'vocab', 'settleS', 'rssTailTolerance']);
+    'vocab', 'settleS', 'rssTailTolerance', 'sharedPrefix', 'prefixes', 'earlyCancel',
+    'earlyCancelMs']);
   for (let i = 2; i < argv.length; ++i) {
     const k = argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
     if (k === 'compare') { a.compare = [argv[++i], argv[++i]]; continue; }
@@ -137,7 +145,8 @@ function readRss(pid) {
 
 // One streamed /v1/completions call. Returns {outcome, reason, ttft, e2e, tokens, text}.
 // outcome: finished | cancelled | rejected | error.
-async function streamCompletion(a, body, disconnectAfter) {
+// cancelAfterMs > 0: the client drops the request that long after the response began.
+async function streamCompletion(a, body, disconnectAfter, cancelAfterMs = 0) {
   const ctl = new AbortController();
   const t0 = performance.now();
   let res;
@@ -160,6 +169,9 @@ async function streamCompletion(a, body, disconnectAfter) {
   }
   const dec = new TextDecoder();
   let buf = '', ttft = null, chunks = 0, text = '', finish = null, done = false, tokens = 0, cancelled = false;
+  // The response began (status 200 and headers: the server holds the request), so a drop
+  // from here on is one the server must see and count as an abort.
+  const timer = cancelAfterMs > 0 ? setTimeout(() => { cancelled = true; ctl.abort(); }, cancelAfterMs) : null;
   try {
     for await (const part of res.body) {
       buf += dec.decode(part, { stream: true });
@@ -171,7 +183,7 @@ async function streamCompletion(a, body, disconnectAfter) {
         const data = ev.slice(6);
         if (data === '[DONE]') { done = true; continue; }
         const j = JSON.parse(data);
-        if (j.error) return { outcome: 'error', reason: `stream error: ${j.error.message}` };
+        if (j.error) { clearTimeout(timer); return { outcome: 'error', reason: `stream error: ${j.error.message}` }; }
         const c = j.choices?.[0];
         if (c) {
           if (ttft === null) ttft = (performance.now() - t0) / 1000;
@@ -189,9 +201,11 @@ async function streamCompletion(a, body, disconnectAfter) {
       if (cancelled) break;
     }
   } catch (e) {
-    if (!cancelled) return { outcome: 'error', reason: `read: ${e.cause?.code || e.name}` };
+    if (!cancelled) { clearTimeout(timer); return { outcome: 'error', reason: `read: ${e.cause?.code || e.name}` }; }
   }
-  if (cancelled) return { outcome: 'cancelled', reason: 'client disconnected', ttft };
+  clearTimeout(timer);
+  if (cancelled && done && finish) cancelled = false;  // the timer fired after [DONE]: finished
+  if (cancelled) return { outcome: 'cancelled', reason: cancelAfterMs > 0 && disconnectAfter === 0 ? 'client dropped it early' : 'client disconnected', ttft, tokens: chunks };
   if (!done || !finish) return { outcome: 'error', reason: 'stream ended without [DONE]' };
   return { outcome: 'finished', reason: finish, ttft, e2e: (performance.now() - t0) / 1000, tokens, text };
 }
@@ -200,6 +214,14 @@ function randomPrompt(r, n, vocab) {
   const ids = new Array(n);
   for (let i = 0; i < n; ++i) ids[i] = 100 + Math.floor(r() * (vocab - 100));
   return ids;
+}
+
+// The --prefixes shared prompt starts of --shared-prefix, the same for a given run's options.
+function sharedPrefixes(a) {
+  const r = rng(777);
+  const lo = Math.max(a.minPrompt, Math.floor(a.maxPrompt / 16)), hi = Math.max(lo, Math.floor(a.maxPrompt / 2));
+  return Array.from({ length: a.prefixes }, () =>
+    randomPrompt(r, Math.round(Math.exp(Math.log(lo) + r() * (Math.log(hi) - Math.log(lo)))), a.vocab));
 }
 
 // The fixed greedy set: same prompts and lengths for a given seed.
@@ -236,6 +258,9 @@ async function main() {
   const succBefore = successCounts(before);
   const refusedBefore = metricSum(before, 'cpinfer:http_error_responses_total', ['status="400"']);
   const preemptBefore = metricSum(before, 'vllm:num_preemptions_total');
+  const cacheBefore = { queries: metricSum(before, 'vllm:prefix_cache_queries_total'),
+    hits: metricSum(before, 'vllm:prefix_cache_hits_total') };
+  const prefixes = a.sharedPrefix > 0 ? sharedPrefixes(a) : [];
 
   const rss = [];
   const t0 = performance.now();
@@ -270,7 +295,7 @@ async function main() {
     const r = rng(a.seed * 1000 + id);
     while (performance.now() < deadline) {
       const x = r();
-      let body, kind = 'normal', disconnectAfter = 0;
+      let body, kind = 'normal', disconnectAfter = 0, cancelAfterMs = 0;
       if (x < a.reject) {
         kind = 'reject';
         // Over-long prompt (or prompt + max_tokens) or a bad parameter: must be a 400.
@@ -282,12 +307,20 @@ async function main() {
         // Prompt lengths log-uniform in [minPrompt, maxPrompt], max_tokens uniform in [1, max].
         const n = Math.round(Math.exp(Math.log(a.minPrompt) + r() * (Math.log(a.maxPrompt) - Math.log(a.minPrompt))));
         const mt = 1 + Math.floor(r() * a.maxTokensMax);
-        body = { model: a.model, prompt: randomPrompt(r, n, a.vocab), max_tokens: mt, stream: true,
+        let prompt = randomPrompt(r, n, a.vocab);
+        if (prefixes.length && r() < a.sharedPrefix) {
+          // A shared start and the request's own tokens, within --max-prompt in all.
+          kind = 'shared-prefix';
+          const pre = prefixes[Math.floor(r() * prefixes.length)];
+          prompt = pre.concat(prompt.slice(0, Math.max(1, a.maxPrompt - pre.length)));
+        }
+        body = { model: a.model, prompt, max_tokens: mt, stream: true,
           stream_options: { include_usage: true }, temperature: r() < 0.5 ? 0 : 0.8, ignore_eos: r() < 0.5 };
         if (mt >= 4 && r() < a.disconnect) disconnectAfter = 1 + Math.floor(r() * Math.floor(mt / 2));
+        else if (r() < a.earlyCancel) cancelAfterMs = 1 + Math.floor(r() * a.earlyCancelMs);
       }
       const sent = +((performance.now() - t0) / 1000).toFixed(1);
-      const res = await streamCompletion(a, body, disconnectAfter);
+      const res = await streamCompletion(a, body, disconnectAfter, cancelAfterMs);
       res.kind = kind;
       res.sent_s = sent;
       results.push(res);
@@ -314,6 +347,8 @@ async function main() {
   const succAfter = successCounts(after);
   const serverRefused = metricSum(after, 'cpinfer:http_error_responses_total', ['status="400"']) - refusedBefore;
   const preemptions = metricSum(after, 'vllm:num_preemptions_total') - preemptBefore;
+  const prefixCache = { queries: metricSum(after, 'vllm:prefix_cache_queries_total') - cacheBefore.queries,
+    hits: metricSum(after, 'vllm:prefix_cache_hits_total') - cacheBefore.hits };
 
   // Accounting.
   const count = (o) => results.filter((x) => x.outcome === o).length;
@@ -345,6 +380,9 @@ async function main() {
   check(pagesAfter.all_free, `pages not all back after ${settle.toFixed(1)} s: ${JSON.stringify(pagesAfter)}`);
   check(pagesAfter.audit_mismatches === 0, 'KV audit mismatches');
   if (a.expectPreemptions) check(preemptions > 0, 'no preemption under KV pressure');
+  if (a.sharedPrefix > 0) check(prefixCache.hits > 0, 'shared prompt starts but no prefix-cache hits');
+  const early = results.filter((x) => x.reason === 'client dropped it early');
+  if (a.earlyCancel > 0) check(early.length > 0, 'no request was dropped early');
 
   // RSS: first, after warm-up (first sample at >= 20% of the run), last, max.
   const warm = rss.find((s) => s.t >= 0.2 * a.duration) || rss[rss.length - 1];
@@ -377,6 +415,11 @@ async function main() {
     error_details: results.filter((x) => x.outcome === 'error').slice(0, 20)
       .map(({ reason, kind, sent_s, after_ms, prompt_tokens }) => ({ reason, kind, sent_s, after_ms, prompt_tokens })),
     server_counts: srv, server_refused_400: serverRefused, raced_disconnects: raced, preemptions,
+    shared_prefix: { fraction: a.sharedPrefix, prefixes: prefixes.map((x) => x.length),
+      requests: results.filter((x) => x.kind === 'shared-prefix').length },
+    prefix_cache_tokens: prefixCache,
+    early_cancels: { fraction: a.earlyCancel, within_ms: a.earlyCancelMs, n: early.length,
+      before_first_token: early.filter((x) => !x.tokens).length },
     ttft_s: { p50: pct(ok.map((x) => x.ttft), 50), p99: pct(ok.map((x) => x.ttft), 99) },
     e2e_s: { p50: pct(ok.map((x) => x.e2e), 50), p99: pct(ok.map((x) => x.e2e), 99) },
     output_tokens: ok.reduce((s, x) => s + (x.tokens || 0), 0),

@@ -13,6 +13,9 @@
 #        PRESSURE_DURATION=60 GREEDY_N=24 GREEDY_MAX_TOKENS=48 RSS_TOLERANCE=0.10
 #        JSONL=bench/results/load_test.jsonl LABEL=load NODE=node
 #        RSS_TAIL_TOLERANCE=-1 (>= 0: also check RSS growth over the last 20 minutes, for soaks)
+#        SHARED_PREFIX=0 PREFIXES=4 (a fraction of the requests start with one of PREFIXES shared
+#        prompts: prefix-cache hits) EARLY_CANCEL=0 EARLY_CANCEL_MS=3000 (a fraction dropped by
+#        the client within EARLY_CANCEL_MS of the response's start: queued or mid-prefill)
 set -euo pipefail
 CPINFER=${1:?usage: load_test.sh path/to/cpinfer MODEL_DIR [serve args...]}
 MODEL=${2:?usage: load_test.sh path/to/cpinfer MODEL_DIR [serve args...]}
@@ -28,6 +31,8 @@ PRESSURE_CLIENTS=${PRESSURE_CLIENTS:-16} PRESSURE_DURATION=${PRESSURE_DURATION:-
 GREEDY_N=${GREEDY_N:-24} GREEDY_MAX_TOKENS=${GREEDY_MAX_TOKENS:-48}
 RSS_TOLERANCE=${RSS_TOLERANCE:-0.10} LABEL=${LABEL:-load} NODE=${NODE:-node}
 RSS_TAIL_TOLERANCE=${RSS_TAIL_TOLERANCE:--1}
+SHARED_PREFIX=${SHARED_PREFIX:-0} PREFIXES=${PREFIXES:-4}
+EARLY_CANCEL=${EARLY_CANCEL:-0} EARLY_CANCEL_MS=${EARLY_CANCEL_MS:-3000}
 JSONL=${JSONL:-$ROOT/bench/results/load_test.jsonl}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 TMP=$(mktemp -d)
@@ -81,6 +86,8 @@ tcp_delta() {  # tcp_delta "BEFORE" "AFTER"
 common=(--clients "$CLIENTS" --min-prompt "$MIN_PROMPT" --max-prompt "$MAX_PROMPT"
         --max-tokens-max "$MAX_TOKENS" --disconnect "$DISCONNECT" --reject "$REJECT"
         --max-model-len "$MAX_MODEL_LEN" --greedy-n "$GREEDY_N"
+        --shared-prefix "$SHARED_PREFIX" --prefixes "$PREFIXES"
+        --early-cancel "$EARLY_CANCEL" --early-cancel-ms "$EARLY_CANCEL_MS"
         --greedy-max-tokens "$GREEDY_MAX_TOKENS" --rss-tolerance "$RSS_TOLERANCE" --jsonl "$JSONL")
 mkdir -p "$(dirname "$JSONL")"
 rc=0
