@@ -258,8 +258,9 @@ int run_latency(const LatencyArgs& a) {
   const int64_t kv_token = 2 * config.num_layers * config.num_kv_heads * config.head_dim * kv_elem;
   // Mean context over the timed decode steps: input_len + 1 ... input_len + output_len - 1.
   const int64_t mean_context = a.input_len + a.output_len / 2;
-  // Q8_0: 34 bytes per 32 weights.
-  const double weight_bytes = ro.quantization == WeightQuantization::Int8
+  // Q8_0 (converted at load, or a GGUF file's own blocks): 34 bytes per 32 weights.
+  const bool q8 = runner.q8_weights();
+  const double weight_bytes = q8
                                   ? double(kQ8BlockBytes) / double(kQ8BlockElems)
                                   : double(weight_bytes_of(config));
   const double bytes = decode_bytes_per_token(config, weight_bytes, mean_context, kv_token);
@@ -301,6 +302,7 @@ int run_latency(const LatencyArgs& a) {
   j["kv_bytes_without_cp"] = cached * runner.kv_bytes_per_local_token();
   j["kv_cache_dtype"] = ro.kv_dtype == DType::BF16 ? "bf16" : "f32";  // auto resolved
   j["quantization"] = a.quantization;
+  j["weights_q8_0"] = q8;  // the weights the kernels read (a Q8_0 GGUF file: true, "none")
   j["prefill_flops"] = flops;
   j["decode_bytes_per_token"] = bytes;
   j["peak_fma_gflops_per_core"] = peak.fma_gflops_1t;
@@ -314,7 +316,7 @@ int run_latency(const LatencyArgs& a) {
   // FMA otherwise (every other kernel widens to f32). `bench peak` lists all units.
   std::string unit = "fp32_fma";
   double unit_peak = peak.fma_gflops_1t;
-  if (ro.quantization == WeightQuantization::None && config.torch_dtype == "bfloat16" &&
+  if (!q8 && config.torch_dtype == "bfloat16" &&
       linear_uses_bf16_dot(DType::BF16)) {
     for (const UnitPeak& u : measure_unit_peaks(po.seconds, po.repeats))
       if (u.name == "bf16_dot" && u.measured) {

@@ -63,6 +63,11 @@ class ModelRunner {
   void release(SequenceState& seq);
   // The attention object of every layer (its PCP overlap statistics and timeline).
   StepAttention& attention() { return decoder_.attention(); }
+  // True when the linear layers run on Q8_0 blocks: converted at load (--quantization
+  // int8) or stored so in a GGUF file.
+  bool q8_weights() const {
+    return !weights_.layers.empty() && weights_.layers[0].gate.dtype == DType::Q8_0;
+  }
   // Applies one of rank 0's page operations to this rank's pool (and KV cache, for a copy);
   // seq: the sequence of a Take, Share or Copy.
   void apply_page_op(const PageOp& op, SequenceState* seq);

@@ -63,4 +63,19 @@ node -e '
   if (Math.abs(ratio - 34 / 32 / 4) > 1e-9) throw new Error("weight bytes ratio " + ratio + ", want " + 34 / 128);
   console.log("bench latency: quantization int8, decode weight bytes x" + ratio.toFixed(4) + " of f32");
 ' "$TMP/lat8.json" "$TMP/lat.json"
+# A GGUF file whose matrices are already Q8_0 (no --quantization flag): the same bytes, and
+# the prefill's unit is not the bf16 dot.
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype "$CP_TEST_DTYPE" --format gguf \
+  --quantization int8 --out "$TMP/q8gguf" >/dev/null 2>&1
+"$CPINFER" bench latency --model "$TMP/q8gguf" --input-len 8 --output-len 4 --num-iters 1 \
+  --warmup 0 --json 2>/dev/null | tail -1 >"$TMP/latg.json"
+node -e '
+  const fs = require("fs");
+  const q = JSON.parse(fs.readFileSync(process.argv[1])), g = JSON.parse(fs.readFileSync(process.argv[2]));
+  if (q.weights_q8_0 !== true || g.weights_q8_0 !== true) throw new Error("weights_q8_0: " + q.weights_q8_0 + ", " + g.weights_q8_0);
+  if (g.decode_bytes_per_token !== q.decode_bytes_per_token)
+    throw new Error("Q8_0 GGUF decode bytes " + g.decode_bytes_per_token + ", --quantization int8 " + q.decode_bytes_per_token);
+  if (g.mfu_unit !== "fp32_fma") throw new Error("Q8_0 GGUF mfu_unit " + g.mfu_unit);
+  console.log("bench latency: a Q8_0 GGUF file counts Q8_0 bytes (" + g.decode_bytes_per_token + ")");
+' "$TMP/lat8.json" "$TMP/latg.json"
 echo "quantization_test: int8 layouts match the single-rank int8 run"
