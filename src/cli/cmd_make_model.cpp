@@ -87,6 +87,10 @@ void register_make_model(CLI::App& app, CommandAction* action) {
   cmd->add_option("--quantization", args->quantization,
                   "none (default) or int8: with --format gguf, matrices stored as Q8_0 "
                   "(quantized from the --dtype values)");
+  cmd->add_option("--rope-scaling", args->opts.rope_scaling_json,
+                  "a config.json rope_scaling object replacing the preset's (JSON, e.g. "
+                  "'{\"rope_type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":"
+                  "32768}'; null: none)");
   cmd->add_option("--seed", args->opts.seed, "random seed (default 0)");
   cmd->add_option("--tokenizer", args->opts.tokenizer_json,
                   "the Qwen tokenizer.json to use for Qwen presets (default: "

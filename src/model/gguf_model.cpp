@@ -190,7 +190,15 @@ ModelConfig gguf_model_config(const GgufFile& g) {
       rs["original_max_position_embeddings"] = *o;
     if (auto b = g.get_number_opt(p + "rope.scaling.yarn_beta_fast")) rs["beta_fast"] = *b;
     if (auto b = g.get_number_opt(p + "rope.scaling.yarn_beta_slow")) rs["beta_slow"] = *b;
-    if (auto f = g.get_number_opt(p + "rope.scaling.attn_factor")) rs["attention_factor"] = *f;
+    // llama.cpp multiplies YaRN's default attention factor by this one; config.json's
+    // attention_factor is the product. Example: factor 4, attn_factor 1.25 -> 1.25 *
+    // (0.1 ln 4 + 1) = 1.4233.
+    const auto attn = g.get_number_opt(p + "rope.scaling.attn_factor");
+    CPI_CHECK(!attn || *attn == 1.0 || scaling == "yarn", "'{}': {}rope.scaling.attn_factor is "
+              "{} with rope scaling '{}'; an attention factor is supported with yarn only",
+              g.source, p, *attn, scaling);
+    if (attn && scaling == "yarn" && rs.contains("factor"))
+      rs["attention_factor"] = *attn * yarn_default_attention_factor(rs["factor"].get<double>());
     j["rope_scaling"] = rs;
   }
   j["tie_word_embeddings"] = g.find_tensor("output.weight") == nullptr;

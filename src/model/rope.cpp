@@ -103,4 +103,6 @@ double rope_attention_factor(const ModelConfig& c) {
   return yarn_mscale(s.factor, 1.0);
 }
 
+double yarn_default_attention_factor(double factor) { return yarn_mscale(factor, 1.0); }
+
 }  // namespace cpinfer

@@ -14,4 +14,9 @@ std::vector<double> rope_inv_freq(const ModelConfig& config);
 // types). Applied to both q and k, it scales every attention logit by its square.
 double rope_attention_factor(const ModelConfig& config);
 
+// YaRN's default attention factor for a scaling factor: 0.1 * ln(factor) + 1 (1 when
+// factor <= 1). GGUF's rope.scaling.attn_factor multiplies it (llama.cpp's rope applies this
+// default itself), where config.json's attention_factor replaces it.
+double yarn_default_attention_factor(double factor);
+
 }  // namespace cpinfer

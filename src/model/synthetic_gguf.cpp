@@ -12,6 +12,7 @@
 #include "model/gguf_tokenizer.h"
 #include "model/gguf_writer.h"
 #include "model/random_fill.h"
+#include "model/rope.h"
 #include "model/synthetic_model.h"
 
 namespace cpinfer {
@@ -57,8 +58,10 @@ GgufMetadata model_metadata(const ModelConfig& c, const SyntheticGgufOptions& o)
       m.emplace_back(p + "rope.scaling.yarn_beta_fast", gguf_f32(float(s.beta_fast)));
     if (s.beta_slow != def.beta_slow)
       m.emplace_back(p + "rope.scaling.yarn_beta_slow", gguf_f32(float(s.beta_slow)));
-    if (s.attention_factor)
-      m.emplace_back(p + "rope.scaling.attn_factor", gguf_f32(float(*s.attention_factor)));
+    if (s.attention_factor)  // the reader's inverse (model/gguf_model.cpp)
+      m.emplace_back(p + "rope.scaling.attn_factor",
+                     gguf_f32(float(*s.attention_factor /
+                                    yarn_default_attention_factor(s.factor))));
   }
   return m;
 }

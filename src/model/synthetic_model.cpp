@@ -215,6 +215,14 @@ ModelConfig make_model_config(const MakeModelOptions& opts) {
   c.torch_dtype = opts.dtype == DType::BF16  ? "bfloat16"
                   : opts.dtype == DType::F16 ? "float16"
                                              : "float32";
+  if (!opts.rope_scaling_json.empty()) {
+    // Through config.json's parser, so the block is checked and defaulted exactly as a
+    // checkpoint's would be (a yarn block without original_max_position_embeddings takes
+    // max_position_embeddings, say).
+    nlohmann::json j = model_config_to_json(c);
+    j["rope_scaling"] = parse_json_text(opts.rope_scaling_json, "--rope-scaling");
+    c.rope_scaling = parse_model_config(j.dump(), "--rope-scaling").rope_scaling;
+  }
   return c;
 }
 

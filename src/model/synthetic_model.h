@@ -28,6 +28,9 @@ struct MakeModelOptions {
   // config and tokenizer in one file; model/synthetic_gguf.h).
   std::string format = "safetensors";
   bool q8_0 = false;           // gguf only: matrices stored as Q8_0
+  // A config.json rope_scaling object (JSON text, "null" for none) replacing the preset's,
+  // validated as config.json's is; "" keeps the preset's.
+  std::string rope_scaling_json;
 };
 
 // qwen2.5-0.5b, qwen2.5-3b, qwen2.5-7b-yarn, qwen3-0.6b, llama-3.2-1b, tiny.

@@ -2,7 +2,8 @@
 # make-model --format gguf end to end: the .gguf form of tiny (1 layer) and of llama-3.2-1b
 # (1 layer: llama's q/k permutation, Llama 3 rope scaling as rope_freqs) give the same
 # greedy token ids, logits file and tokenization as the safetensors form, through the file
-# and through its directory; --quantization int8 needs --format gguf.
+# and through its directory; --quantization int8 needs --format gguf; --rope-scaling (YaRN
+# with an attention factor) survives the GGUF form.
 set -euo pipefail
 CPINFER=${1:?usage: gguf_cli_test.sh path/to/cpinfer}
 SRC=${CPINFER_SOURCE_DIR:?}
@@ -36,6 +37,33 @@ for preset in tiny llama-3.2-1b; do
   t2=$("$CPINFER" tokenize --model "$TMP/gg-$preset" --text "$text" --add-special-tokens)
   [[ "$t1" == "$t2" ]] || fail "$preset: tokenize differs: $t1 vs $t2"
   echo "ok $preset: ids $a"
+done
+
+# --rope-scaling replaces the preset's rope_scaling block: YaRN with an attention factor goes
+# into config.json as given and into the GGUF as attn_factor (over YaRN's default factor);
+# both forms give the same greedy ids, and differ from the unscaled model's.
+YARN='{"rope_type":"yarn","factor":4,"original_max_position_embeddings":64,"attention_factor":1.6}'
+"$CPINFER" make-model --preset tiny --num-layers 1 --out "$TMP/st-yarn" --threads 2 \
+  --rope-scaling "$YARN" 2>/dev/null || fail "make-model --rope-scaling"
+"$CPINFER" make-model --preset tiny --num-layers 1 --out "$TMP/gg-yarn" --threads 2 \
+  --rope-scaling "$YARN" --format gguf 2>/dev/null || fail "make-model --rope-scaling --format gguf"
+node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1])).rope_scaling;
+  if (r.type!=="yarn"||r.factor!==4||r.original_max_position_embeddings!==64||r.attention_factor!==1.6)
+    {console.error(JSON.stringify(r));process.exit(1)}' "$TMP/st-yarn/config.json" ||
+  fail "config.json's rope_scaling is not the --rope-scaling block"
+a=$(gen "$TMP/st-yarn" st-yarn)
+b=$(gen "$TMP/gg-yarn" gg-yarn)
+[[ "$a" == "$b" ]] || fail "yarn: ids differ: safetensors $a, gguf $b"
+plain=$(gen "$TMP/st-tiny" st)
+[[ "$a" != "$plain" ]] || fail "yarn: same ids as without rope scaling ($a): the block had no effect"
+echo "ok --rope-scaling yarn: ids $a (unscaled: $plain)"
+for bad in '{"rope_type":"dynamic","factor":2}' '{"rope_type":"yarn"}' '{"type":"yarn",' '[1]'; do
+  if "$CPINFER" make-model --preset tiny --num-layers 1 --out "$TMP/bad" --rope-scaling "$bad" \
+       2>"$TMP/err"; then
+    fail "--rope-scaling '$bad' was accepted"
+  fi
+  grep -q -- "--rope-scaling" "$TMP/err" || fail "--rope-scaling '$bad': message $(cat "$TMP/err")"
+  echo "ok --rope-scaling '$bad' refused: $(head -c 160 "$TMP/err")"
 done
 
 # serve --chat-template with a GGUF model: bos_token / eos_token come from the file's

@@ -4,7 +4,8 @@
 # the same next-token distributions as cpinfer at every position of a prompt given as token
 # ids (teacher forcing; tests/tools/llamacpp_oracle.mjs compares log-softmax rows, i.e. the
 # logits up to one constant per row), the same greedy token at every position, and the same
-# tokenization of a text. Tolerances on max |d log p| (each ~3x what was measured; cpinfer's
+# tokenization of a text. Models: qwen2 (tiny) in F32, F16 and Q8_0, llama, and qwen2 with
+# YaRN rope scaling with and without an attention factor. Tolerances on max |d log p| (each ~3x what was measured; cpinfer's
 # f32 path is within 4e-6 of a float64 evaluation of the same file, so they are llama.cpp's
 # own rounding):
 #   F32 weights 2e-3  (measured 5e-4 to 7e-4: llama.cpp's CPU path is already 5.4e-4 off a
@@ -66,6 +67,12 @@ check llama-f32 llama-3.2-1b 1 2e-3 --dtype f32
 tokenize llama-f32
 check qwen2-f16 tiny 2 3e-2 --dtype f16
 check qwen2-q8 tiny 2 0.75 --dtype f32 --quantization int8
+# YaRN: a short original context (64) so that most dimensions are interpolated within the
+# 16 positions; then with an attention factor, which llama.cpp reads as a multiplier of
+# YaRN's own default factor (the GGUF stores attention_factor / (0.1 ln 4 + 1)).
+YARN='"rope_type":"yarn","factor":4,"original_max_position_embeddings":64'
+check qwen2-yarn tiny 2 2e-3 --dtype f32 --rope-scaling "{$YARN}"
+check qwen2-yarn-attn tiny 2 2e-3 --dtype f32 --rope-scaling "{$YARN,\"attention_factor\":1.6}"
 
 # The comparison can fail: llama.cpp on the F32 file against cpinfer on the same weights
 # rounded to F16 (same seed) is outside the F32 tolerance.
@@ -73,4 +80,10 @@ if oracle f16-vs-f32 "$TMP/qwen2-f32/model.gguf" "$TMP/qwen2-f16.bin" 2e-3 2>/de
   fail "F16-rounded weights passed the F32 tolerance: the check cannot see them"
 fi
 echo "ok: F16-rounded weights fail the F32 tolerance ($(head -c 200 "$TMP/f16-vs-f32.json"))"
+# and the attention factor is visible: cpinfer without it (the default YaRN factor) against
+# llama.cpp with it is outside the tolerance.
+if oracle attn-vs-default "$TMP/qwen2-yarn-attn/model.gguf" "$TMP/qwen2-yarn.bin" 2e-3 2>/dev/null; then
+  fail "YaRN with and without attention_factor 1.6 passed the F32 tolerance: the check cannot see it"
+fi
+echo "ok: the default YaRN factor fails against attention_factor 1.6 ($(head -c 200 "$TMP/attn-vs-default.json"))"
 echo "PASS"

@@ -2,9 +2,10 @@
 // same config, bit-identical logits (the GGUF reader gives the engine the very same weight
 // bytes, llama's q/k rows un-permuted, norms widened from F32 instead of bf16 but holding
 // the bf16 values), the same token ids for the same texts, and Q8_0 files equal to
-// --quantization int8 on the safetensors form. Presets: tiny (qwen2, biases), a small
-// llama with Llama 3 rope scaling (the q/k permutation and rope_freqs), a small qwen3
-// (q/k norms).
+// --quantization int8 on the safetensors form. Presets: tiny (qwen2, biases) in bf16, f16
+// and f32, a small llama with Llama 3 rope scaling (the q/k permutation and rope_freqs), a
+// small qwen3 (q/k norms), and tiny with YaRN scaling, with and without an attention factor
+// (config.json's attention_factor is GGUF's attn_factor times YaRN's default factor).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "model/gguf.h"
 #include "model/gguf_model.h"
 #include "model/gguf_tokenizer.h"
+#include "model/rope.h"
 #include "model/synthetic_model.h"
 #include "support/config_compare.h"
 #include "support/test_models.h"
@@ -28,6 +30,7 @@ namespace {
 struct Case {
   const char* name;
   ModelConfig config;
+  DType dtype = DType::BF16;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -48,7 +51,21 @@ std::vector<Case> cases() {
   tiny.num_layers = 2;
   tiny.hidden_size = 128;
   tiny.intermediate_size = 256;
-  return {{"tiny", tiny}, {"llama", small("llama-3.2-1b")}, {"qwen3", small("qwen3-0.6b")}};
+  ModelConfig yarn = tiny;
+  yarn.rope_scaling.type = "yarn";
+  yarn.rope_scaling.factor = 4.0;
+  yarn.rope_scaling.original_max_position_embeddings = 64;
+  ModelConfig yarn_attn = yarn;
+  // 1.25 times the default: written as attn_factor 1.25 (exact in f32), so the twin's
+  // config, and its logits, come back exactly.
+  yarn_attn.rope_scaling.attention_factor = 1.25 * yarn_default_attention_factor(4.0);
+  return {{"tiny", tiny},
+          {"tiny_f16", tiny, DType::F16},
+          {"tiny_f32", tiny, DType::F32},
+          {"llama", small("llama-3.2-1b")},
+          {"qwen3", small("qwen3-0.6b")},
+          {"yarn", yarn},
+          {"yarn_attention_factor", yarn_attn}};
 }
 
 // Prefill of the prompt (logits of every row), then 3 decode steps.
@@ -78,9 +95,9 @@ class GgufTwin : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GgufTwin, ConfigLogitsAndTokens) {
   const Case& k = GetParam();
-  const std::string st = testing::test_model_config(std::string("gguf-twin-") + k.name, k.config, DType::BF16);
+  const std::string st = testing::test_model_config(std::string("gguf-twin-") + k.name, k.config, k.dtype);
   const std::string gg = testing::test_model_config(std::string("gguf-twin-") + k.name, k.config,
-                                                    DType::BF16, 1, "gguf");
+                                                    k.dtype, 1, "gguf");
   const std::string file = gg + "/model.gguf";
   EXPECT_EQ(find_gguf_model(gg), file);
   EXPECT_EQ(find_gguf_model(file), file);
@@ -89,6 +106,10 @@ TEST_P(GgufTwin, ConfigLogitsAndTokens) {
   const ModelConfig a = load_model_config(st), b = load_model_config(file);
   testing::expect_same_model_shape(a, b);
   EXPECT_TRUE(b.rope_scaling.freq_factors.empty());  // recognised as llama3 when scaled
+  EXPECT_EQ(a.rope_scaling.original_max_position_embeddings,
+            b.rope_scaling.original_max_position_embeddings);
+  EXPECT_EQ(a.rope_scaling.attention_factor, b.rope_scaling.attention_factor);
+  EXPECT_EQ(rope_attention_factor(a), rope_attention_factor(b));
   auto sorted = [](std::vector<int32_t> v) { std::sort(v.begin(), v.end()); return v; };
   EXPECT_EQ(sorted(a.eos_token_ids), sorted(b.eos_token_ids));
 
@@ -122,9 +143,9 @@ TEST_P(GgufTwin, ConfigLogitsAndTokens) {
 
 TEST_P(GgufTwin, Q8_0EqualsInt8AtLoad) {
   const Case& k = GetParam();
-  const std::string st = testing::test_model_config(std::string("gguf-twin-") + k.name, k.config, DType::BF16);
+  const std::string st = testing::test_model_config(std::string("gguf-twin-") + k.name, k.config, k.dtype);
   const std::string q8 = testing::test_model_config(std::string("gguf-twin-") + k.name, k.config,
-                                                    DType::BF16, 1, "gguf", true);
+                                                    k.dtype, 1, "gguf", true);
   const MappedGguf m = open_gguf(q8 + "/model.gguf");
   EXPECT_EQ(m.gguf.find_tensor("blk.0.attn_q.weight")->dtype, DType::Q8_0);
   EXPECT_EQ(m.gguf.find_tensor("blk.0.attn_norm.weight")->dtype, DType::F32);

@@ -806,6 +806,34 @@ TEST_F(MalformedGguf, MissingOrWrongKeys) {
   expect_error({"general.alignment must be a power of two"});
 }
 
+// rope.scaling.attn_factor multiplies YaRN's default attention factor in llama.cpp, so
+// config.json's attention_factor is their product; with another scaling type it is refused.
+TEST_F(MalformedGguf, RopeScalingAttnFactor) {
+  auto yarn = [](float attn) {
+    return [attn](GgufMetadata& m) {
+      m.emplace_back("qwen2.rope.scaling.type", gguf_string("yarn"));
+      m.emplace_back("qwen2.rope.scaling.factor", gguf_f32(4.0f));
+      m.emplace_back("qwen2.rope.scaling.original_context_length", gguf_u32(64));
+      m.emplace_back("qwen2.rope.scaling.attn_factor", gguf_f32(attn));
+    };
+  };
+  write_gguf_model(path(), gguf_metadata("", yarn(1.25f)));
+  const ModelConfig c = load_model_config(path());
+  EXPECT_EQ(c.rope_scaling.type, "yarn");
+  ASSERT_TRUE(c.rope_scaling.attention_factor.has_value());
+  EXPECT_NEAR(*c.rope_scaling.attention_factor, 1.25 * (0.1 * std::log(4.0) + 1.0), 1e-12);
+  EXPECT_NEAR(*c.rope_scaling.attention_factor, 1.4233, 1e-4);  // the reader's worked example
+  write_gguf_model(path(), gguf_metadata("", yarn(0.0f)));
+  expect_error({"rope_scaling.attention_factor' must be positive, found 0"});
+  write_gguf_model(path(), gguf_metadata("", [](GgufMetadata& m) {
+    m.emplace_back("qwen2.rope.scaling.type", gguf_string("linear"));
+    m.emplace_back("qwen2.rope.scaling.factor", gguf_f32(2.0f));
+    m.emplace_back("qwen2.rope.scaling.attn_factor", gguf_f32(2.0f));
+  }));
+  expect_error({"qwen2.rope.scaling.attn_factor is 2 with rope scaling 'linear'",
+                "yarn only"});
+}
+
 TEST_F(MalformedGguf, UnsupportedTokenizer) {
   write_gguf_model(path(), gguf_metadata("", [](GgufMetadata& m) {
     set_key(m, "tokenizer.ggml.model", gguf_string("llama"));
