@@ -7,8 +7,9 @@
 #   ASAN_BUILD_DIR   build folder (default build-asan)
 #   ASAN_EXCLUDE     unit-test executables left out, a regex (default: the slow ones)
 #   ASAN_CTEST_EXCLUDE  single tests left out, a ctest -E regex ("" for none; default: the big
-#                    attention sweeps, whose edge shapes Attention.EdgeShapesSmall runs, and
-#                    the linear sweep's row counts other than 1, 3, 16, 17 and 100)
+#                    attention sweeps, whose edge shapes Attention.EdgeShapesSmall runs,
+#                    the linear sweep's row counts other than 1, 3, 16, 17 and 100, the
+#                    rope-scaling reference prefills and some GGUF twins (below))
 # Extra arguments go to ctest (e.g. -R Engine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,12 @@ ASAN_EXCLUDE=${ASAN_EXCLUDE:-forward_reference_test}
 # CPU-minutes under ASan in full): here only M = 1 (GEMV), 3 (skinny), 16 and 17 (a whole
 # row block and one row past it) and 100 (several GEMM tiles), every dtype, N, K, ISA and
 # path; the normal ctest runs all 14 row counts.
-ASAN_CTEST_EXCLUDE=${ASAN_CTEST_EXCLUDE-'^Attention\.(SweepLengths|SweepShapes|Bf16|Bf16DotPrefill)$|^All/LinearSweep\.MatchesFloat64Reference/.*_M(2|5|7|8|13|15|31|48|64)( |$)'}
+# Float64-reference and twin-file checks that are math, not memory: the rope-scaling prefills
+# past the original context (~340 CPU-s under ASan, 25x their Release time; the same rope
+# code runs here in RopeScalingReference.ChunkedPrefillThenDecode for every scaling type) and
+# the GGUF twins of the YaRN configs (their rope.scaling keys: MalformedGguf here) and the
+# Q8_0 twins but for tiny and llama (one reader path for every Q8_0 file).
+ASAN_CTEST_EXCLUDE=${ASAN_CTEST_EXCLUDE-'^Attention\.(SweepLengths|SweepShapes|Bf16|Bf16DotPrefill)$|^All/LinearSweep\.MatchesFloat64Reference/.*_M(2|5|7|8|13|15|31|48|64)( |$)|^Types/RopeScalingReference\.PrefillPastOriginalContext/|^Presets/GgufTwin\.ConfigLogitsAndTokens/yarn|^Presets/GgufTwin\.Q8_0EqualsInt8AtLoad/(tiny_f16|tiny_f32|qwen3|yarn)'}
 
 mapfile -t targets < <(ls tests/unit/*_test.cpp | xargs -n1 basename | sed 's/\.cpp$//' |
   grep -vxE "$ASAN_EXCLUDE")

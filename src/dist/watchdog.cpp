@@ -10,7 +10,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <optional>
 #include <cerrno>
 #include <chrono>
@@ -26,6 +28,7 @@
 #include "dist/comm.h"
 #include "dist/watchdog_address.h"
 #include "dist/watchdog_listener.h"
+#include "dist/watchdog_registration.h"
 
 namespace cpinfer {
 
@@ -45,6 +48,10 @@ std::string host_name() {
   if (::gethostname(buf, sizeof(buf) - 1) != 0) return "?";
   return buf;
 }
+
+// A flood of strangers must not fill the accept queue before the ranks connect (the listener
+// drains it on every wake-up; a worker's connect is retried anyway).
+constexpr int kListenBacklog = 512;
 
 // Rank 0: listening socket on ip:port; -1 (errno set) on failure; *port gets the bound port.
 int listen_on(uint32_t ip, int backlog, int* port) {
@@ -68,31 +75,41 @@ int listen_on(uint32_t ip, int backlog, int* port) {
   return fd;
 }
 
-// Worker: connects to rank 0's ip:port, retrying for up to 30 s.
-int connect_to(uint32_t ip, int port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(ip);
-  a.sin_port = htons(uint16_t(port));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
-    ::close(fd);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return -1;
+// How long a worker tries to register (rank 0 warns about missing ranks after as long).
+constexpr int kRegisterTimeoutMs = 60000;
+
+// CPINFER_WATCHDOG_REGISTER_DELAY_MS (tests only): workers wait this long (at most 10 s)
+// before they register, so that a test's strangers surely race the registrations.
+int register_delay_ms() {
+  const char* v = std::getenv("CPINFER_WATCHDOG_REGISTER_DELAY_MS");
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  const long ms = std::strtol(v, &end, 10);
+  return *end == '\0' ? int(std::clamp(ms, 0L, 10000L)) : 0;
 }
 
 void worker_thread(Setup setup, int my_rank) {
   const std::string where = fmt::format("{}:{}", format_ipv4(setup.ip), setup.port);
-  const int fd = connect_to(setup.ip, setup.port);
-  if (fd < 0) {
-    CPI_LOG_WARN("rank {}: cannot reach rank 0's watchdog at {}; a dead rank 0 will only be "
-                 "noticed by mpirun", my_rank, where);
+  std::this_thread::sleep_for(std::chrono::milliseconds(register_delay_ms()));
+  WatchdogHello h;
+  h.secret = setup.secret;
+  h.rank = my_rank;
+  h.pid = int32_t(::getpid());
+  std::snprintf(h.host, sizeof(h.host), "%s", host_name().c_str());
+  const WatchdogRegistration reg = register_with_watchdog(setup.ip, setup.port, h,
+                                                          kRegisterTimeoutMs);
+  if (reg.fd < 0) {
+    CPI_LOG_WARN("rank {}: cannot register with rank 0's watchdog at {} ({}); a dead rank 0 "
+                 "will only be noticed by mpirun", my_rank, where, reg.why);
     return;
   }
+  if (!reg.registered)
+    CPI_LOG_WARN("rank {}: rank 0's watchdog at {} has not answered the registration; "
+                 "watching the connection anyway", my_rank, where);
+  else if (reg.attempts > 1)
+    CPI_LOG_INFO("rank {}: registered with rank 0's watchdog after {} connections (rank 0 "
+                 "dropped the earlier ones: strangers on its port?)", my_rank, reg.attempts);
+  const int fd = reg.fd;
   int on = 1, idle = 2, intvl = 1, cnt = 5;
   ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
@@ -104,19 +121,11 @@ void worker_thread(Setup setup, int my_rank) {
   // would have. A stopped rank 0 still acknowledges (its kernel does).
   unsigned user_timeout_ms = 7000;
   ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
-  WatchdogHello h;
-  h.secret = setup.secret;
-  h.rank = my_rank;
-  h.pid = int32_t(::getpid());
-  std::snprintf(h.host, sizeof(h.host), "%s", host_name().c_str());
-  if (::send(fd, &h, sizeof(h), MSG_NOSIGNAL) != ssize_t(sizeof(h))) {
-    CPI_LOG_WARN("rank {}: cannot register with rank 0's watchdog at {}", my_rank, where);
-  }
   char buf[64];
   const char beat = 'h';
   for (;;) {
     // One heartbeat byte per interval (rank 0 reads them as "alive and running"); rank 0
-    // never sends, so a readable socket means EOF or an error.
+    // sends nothing after its answer, so a readable socket means EOF or an error.
     pollfd p{fd, POLLIN, 0};
     const int r = ::poll(&p, 1, WatchdogListener::kHeartbeatIntervalMs);
     if (r == 0 || (r < 0 && errno == EINTR)) {
@@ -179,7 +188,7 @@ void start_rank_watchdog(Comm& comm, const WatchdogOptions& options, RankLostFn 
       if (!ip) {
         CPI_LOG_WARN("the rank watchdog has no address to listen on ({}); the death of a rank "
                      "is left to mpirun", why);
-      } else if ((listen_fd = listen_on(*ip, comm.size(), &port)) < 0) {
+      } else if ((listen_fd = listen_on(*ip, kListenBacklog, &port)) < 0) {
         const std::string err = fmt::format("the rank watchdog cannot listen on {}:{} ({})",
                                             format_ipv4(*ip), options.port, std::strerror(errno));
         CPI_CHECK(options.port == 0, "{}: choose another --watchdog-port, or 0 for any", err);

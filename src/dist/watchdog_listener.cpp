@@ -120,12 +120,22 @@ void WatchdogListener::accept_new() {
   for (;;) {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;  // EAGAIN: none left (or a transient error: poll again)
+    Pending p{fd, {}, 0, Clock::now() + std::chrono::milliseconds(hello_timeout_ms_),
+              peer_name(fd)};
+    // A worker sends its hello right after connecting: read it now, before the connections
+    // accepted after it in this batch can push it out of the pending list.
+    if (read_hello(p)) {
+      if (listen_fd_ < 0) return;  // that was the last rank: the port is closed
+      continue;
+    }
+    pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                  [](const Pending& q) { return q.fd < 0; }),
+                   pending_.end());
     if (int(pending_.size()) >= kMaxPending) {
       reject(pending_.front(), "dropped: too many connections without a hello");
       pending_.erase(pending_.begin());
     }
-    pending_.push_back(
-        {fd, {}, 0, Clock::now() + std::chrono::milliseconds(hello_timeout_ms_), peer_name(fd)});
+    pending_.push_back(std::move(p));
   }
 }
 
@@ -166,6 +176,8 @@ bool WatchdogListener::read_hello(Pending& p) {
   ::setsockopt(p.fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
   ::setsockopt(p.fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
   ::setsockopt(p.fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+  // The answer (a fresh socket's send buffer has room: this never blocks or fails short).
+  ::send(p.fd, &kWatchdogRegistered, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
   peers_.push_back(peer);
   is_registered_[size_t(h.rank)] = true;
   p.fd = -1;  // owned by peers_ now

@@ -4,10 +4,14 @@
 //
 // Registration: a rank connects and sends one WatchdogHello. It is accepted when the magic
 // matches, the 32-byte per-job secret matches (constant-time compare), 0 < rank < world and
-// that rank has not registered yet; anything else (a wrong secret, a second hello for a live
+// that rank has not registered yet, and answered with one byte, kWatchdogRegistered (the
+// worker's side, dist/watchdog_registration.h, connects again when its connection is closed
+// before that answer); anything else (a wrong secret, a second hello for a live
 // rank, a connection that sends nothing for 5 s, bytes that are no hello) is closed and
 // logged, and changes nothing. Accepts and reads never block the loop (non-blocking sockets,
-// at most kMaxPending unregistered connections at once: the oldest is dropped first). Once
+// at most kMaxPending unregistered connections at once: the oldest is dropped first; a hello
+// already there when a connection is accepted is read at once, so a flood of silent
+// strangers accepted in the same batch cannot push it out). Once
 // every rank has registered the listening socket is closed: nothing can connect any more.
 //
 // Heartbeats: a registered rank sends one byte every kHeartbeatIntervalMs from its watchdog
@@ -26,6 +30,9 @@ namespace cpinfer {
 
 using WatchdogSecret = std::array<uint8_t, 32>;
 
+// Rank 0's answer to an accepted hello (the only byte it ever sends).
+constexpr char kWatchdogRegistered = 'R';
+
 struct WatchdogHello {  // the only bytes a worker ever sends (same binary on every rank)
   char magic[8] = {'C', 'P', 'I', 'W', 'D', 'O', 'G', '1'};
   WatchdogSecret secret{};
@@ -33,6 +40,7 @@ struct WatchdogHello {  // the only bytes a worker ever sends (same binary on ev
   int32_t pid = 0;
   char host[64] = {};
 };
+static_assert(sizeof(WatchdogHello) == 112, "the hello's bytes are a wire format");
 
 // 32 random bytes from the kernel (getrandom); throws when it has none.
 WatchdogSecret random_watchdog_secret();

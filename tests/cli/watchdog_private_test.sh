@@ -5,7 +5,8 @@
 # nothing, 1000 connections) change nothing: the job keeps serving and no rank is reported
 # dead. A killed rank is still noticed (the registration really happened). An explicit
 # --watchdog-address this host lacks is refused at start-up with a message naming it.
-# (The listener's handling of strangers *during* registration is tests/unit/watchdog_test.cpp.)
+# Strangers flooding the port while the ranks register change nothing either (section 5; the
+# listener's and the worker's sides of it: tests/unit/watchdog_test.cpp).
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
 CPINFER=${1:?usage: watchdog_private_test.sh path/to/cpinfer}
@@ -126,4 +127,61 @@ grep -q "cpinfer: rank 1 died" "$LOG" || fail "the death of rank 1 went unnotice
 rc=0; wait "$JOB_PID" || rc=$?
 ((rc != 0)) || fail "the job exited 0 after rank 1 died"
 echo "ok   killing rank 1 is still noticed: $(grep -m1 'cpinfer: rank 1 died' "$LOG")"
+
+# 5. A flood racing the registrations: strangers hammer a fixed watchdog port (500 connections
+#    in flight, silent, kept open) from before the job starts until it serves, so they arrive
+#    while the 3 worker ranks of a tp 2 x pcp 2 job register (the workers wait 400 ms before
+#    registering, CPINFER_WATCHDOG_REGISTER_DELAY_MS, so the flood surely fills rank 0's
+#    64 slots for connections without a hello first). Every rank still registers (a worker
+#    dropped by rank 0's cap connects again), the job serves, no rank is lost.
+FLOOD_PORT=$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port); s.close()})')
+node - "$FLOOD_PORT" "$TMP/flood.txt" <<'JS' &
+const net = require("net"), fs = require("fs");
+const [port, out] = [Number(process.argv[2]), process.argv[3]];
+let connected = 0, stopping = false;
+const held = [];
+function one() {
+  if (stopping) return;
+  const s = net.connect({ host: "127.0.0.1", port });
+  s.on("connect", () => { connected++; held.push(s); });
+  s.on("error", () => {});
+  s.on("close", () => setImmediate(one));  // refused or dropped: the next one
+}
+for (let i = 0; i < 500; i++) one();
+process.on("SIGTERM", () => {
+  stopping = true;
+  fs.writeFileSync(out, `connected ${connected}\n`);
+  for (const s of held) s.destroy();
+  process.exit(0);
+});
+JS
+FLOOD_PID=$!
+sleep 1
+LOG="$TMP/flood-serve.log"
+CPINFER_WATCHDOG_REGISTER_DELAY_MS=400 mpiexec -np 4 --oversubscribe --bind-to none \
+  --mca mpi_yield_when_idle 1 -x CPINFER_WATCHDOG_REGISTER_DELAY_MS \
+  "$CPINFER" serve --model "$MODEL" --port 0 --served-model-name tiny --max-model-len 2048 \
+  --kv-cache-space 0.05 -tp 2 -pcp 2 --watchdog-port "$FLOOD_PORT" >"$LOG" 2>&1 &
+JOB_PID=$!
+wait_for_server "$JOB_PID" "$LOG" watchdog-flood
+sleep 1  # past the registrations: the port is closed by now
+kill -TERM "$FLOOD_PID"; wait "$FLOOD_PID" 2>/dev/null || true
+FLOODED=$(grep -o "connected [0-9]*" "$TMP/flood.txt" | grep -o "[0-9]*$" || echo 0)
+((FLOODED > 0)) || fail "the flood never reached the watchdog port (the race did not happen)"
+grep -q "too many connections without a hello" "$LOG" ||
+  fail "rank 0 never reached its cap of connections without a hello (the flood was too thin)"
+for _ in $(seq 50); do
+  [[ $(grep -c "cannot register\|has not answered\|lost rank 0\|died\|only [0-9]* of 3 ranks" "$LOG") == 0 ]] || break
+  sleep 0.1
+done
+! grep -E "cannot register|has not answered|lost rank 0|died|only [0-9]* of 3 ranks" "$LOG" ||
+  fail "a rank did not register or was lost under the flood"
+TEXT=$(complete) || fail "a completion after the flood failed"
+[[ "$TEXT" == "$BEFORE" ]] || fail "tp 2 x pcp 2 under the flood answered '$TEXT', pcp 2 '$BEFORE'"
+! ss -Hltn "sport = :$FLOOD_PORT" | grep -q . || fail "the watchdog port still listens"
+RETRIED=$(grep -c "registered with rank 0's watchdog after" "$LOG" || true)
+echo "ok   $FLOODED stranger connections raced the registrations of tp 2 x pcp 2: every rank" \
+  "registered ($RETRIED after a drop), same completion, the port closed"
+kill -TERM "$JOB_PID" 2>/dev/null || true
+wait "$JOB_PID" 2>/dev/null || true
 echo "PASS"

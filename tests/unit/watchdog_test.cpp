@@ -1,12 +1,14 @@
 // The rank watchdog's private channel without MPI: address selection (CIDR and interface
 // rules) and rank 0's listener against strangers (no hello, a wrong secret, a valid-looking
-// hello for a live rank, garbage, a flood of 1000 connections) racing real registrations.
+// hello for a live rank, garbage, a flood of 1000 connections) racing real registrations, and
+// a worker's registration (its answer from rank 0, connecting again when dropped before it).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -18,6 +20,7 @@
 
 #include "dist/watchdog_address.h"
 #include "dist/watchdog_listener.h"
+#include "dist/watchdog_registration.h"
 
 namespace cpinfer {
 namespace {
@@ -215,6 +218,12 @@ TEST(WatchdogListener, StrangersChangeNothingAndRealRanksRegister) {
   const int r2 = connect_loopback(f.port);
   send_all(r2, &real2, sizeof(real2));
   ASSERT_TRUE(eventually([&] { return f.listener.registered() == 2; }));
+  for (int r : {r1, r2}) {  // each got rank 0's answer, and nothing else
+    char c = 0;
+    ASSERT_EQ(::recv(r, &c, 1, 0), 1);
+    EXPECT_EQ(c, kWatchdogRegistered);
+    EXPECT_EQ(::recv(r, &c, 1, MSG_DONTWAIT), -1);
+  }
 
   // A second hello for live rank 1, even with the right secret, is refused.
   s = connect_loopback(f.port);
@@ -356,6 +365,193 @@ TEST(WatchdogListener, NoHeartbeatTimeoutNoSilenceCheck) {
   EXPECT_EQ(f.num_lost(), 0u);
   f.disarmed.store(true);
   for (int c : ranks) ::close(c);
+}
+
+// Connections queued before the listener runs (a flood that arrived in the same instant as a
+// worker): the worker's hello is already there when it is accepted and is read at once, so
+// the 100 silent connections accepted after it in the same batch cannot push it out of the
+// 64 pending slots. (Before, it was dropped once 64 later connections were accepted.)
+TEST(WatchdogListener, AHelloAlreadyThereWhenAcceptedIsNotPushedOutByLaterStrangers) {
+  int port = 0;
+  const int listen_fd = listen_loopback(&port);  // backlog 128: every connect below completes
+  const WatchdogSecret secret = random_watchdog_secret();
+  std::atomic<int> lost{0};
+  WatchdogListener listener(listen_fd, 2, secret, [&](int, const std::string&) { ++lost; },
+                            60000);
+  WatchdogHello h;
+  h.secret = secret;
+  h.rank = 1;
+  const int worker = connect_loopback(port);
+  ASSERT_GE(worker, 0);
+  send_all(worker, &h, sizeof(h));
+  std::vector<int> strangers;
+  for (int i = 0; i < 100; ++i) {
+    const int c = connect_loopback(port);
+    ASSERT_GE(c, 0) << i;
+    strangers.push_back(c);
+  }
+  std::atomic<bool> stop{false};
+  std::thread t([&] { listener.run(stop, [] { return false; }, 20); });
+  char c = 0;
+  pollfd p{worker, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 5000), 1) << "no answer within 5 s";
+  EXPECT_EQ(::recv(worker, &c, 1, MSG_DONTWAIT), 1) << "the worker's connection was closed";
+  EXPECT_EQ(c, kWatchdogRegistered);
+  EXPECT_TRUE(eventually([&] { return listener.registered() == 1 && !listener.listening(); }));
+  int open_strangers = 0;  // closed, or reset with the listening socket (never accepted)
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (int s : strangers) {
+    pollfd q{s, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end - std::chrono::steady_clock::now());
+    if (::poll(&q, 1, int(std::max<int64_t>(0, left.count()))) != 1 ||
+        ::recv(s, &c, 1, MSG_DONTWAIT) > 0)
+      ++open_strangers;
+  }
+  EXPECT_EQ(open_strangers, 0);
+  EXPECT_EQ(lost.load(), 0);
+  stop.store(true);
+  t.join();
+  for (int s : strangers) ::close(s);
+  ::close(worker);
+}
+
+// Registration and a flood in parallel: 4 threads open 200 silent connections each (kept
+// open, so the 64-connection cap keeps dropping the oldest) while the 3 ranks register with
+// register_with_watchdog. Every rank registers, none is reported lost, the port closes.
+TEST(WatchdogListener, AFloodRacingTheRegistrationsDropsNoRank) {
+  ListenerFixture f(/*hello_timeout_ms=*/60000);
+  std::atomic<int> connected{0};
+  std::vector<std::vector<int>> held(4);
+  std::vector<std::thread> flood;
+  for (int t = 0; t < 4; ++t)
+    flood.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        const int c = connect_loopback(f.port);
+        if (c < 0) break;  // the port closed: every rank is in
+        held[size_t(t)].push_back(c);
+        ++connected;
+      }
+    });
+  std::vector<WatchdogRegistration> regs(ListenerFixture::kWorld);
+  std::vector<std::thread> ranks;
+  for (int rank = 1; rank < ListenerFixture::kWorld; ++rank)
+    ranks.emplace_back([&, rank] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 * rank));
+      regs[size_t(rank)] = register_with_watchdog(INADDR_LOOPBACK, f.port, f.hello(rank), 20000);
+    });
+  for (auto& t : ranks) t.join();
+  for (auto& t : flood) t.join();
+  for (int rank = 1; rank < ListenerFixture::kWorld; ++rank) {
+    EXPECT_TRUE(regs[size_t(rank)].registered) << "rank " << rank << ": " << regs[size_t(rank)].why;
+    EXPECT_GE(regs[size_t(rank)].attempts, 1);
+  }
+  EXPECT_EQ(f.listener.registered(), ListenerFixture::kWorld - 1);
+  EXPECT_TRUE(eventually([&] { return !f.listener.listening(); }));
+  EXPECT_EQ(f.num_lost(), 0u);
+  EXPECT_GT(connected.load(), WatchdogListener::kMaxPending) << "the flood did not reach the cap";
+  std::printf("flood: %d stranger connections; registration attempts per rank: %d %d %d\n",
+              connected.load(), regs[1].attempts, regs[2].attempts, regs[3].attempts);
+  f.disarmed.store(true);
+  for (auto& v : held)
+    for (int c : v) ::close(c);
+  for (int rank = 1; rank < ListenerFixture::kWorld; ++rank) ::close(regs[size_t(rank)].fd);
+}
+
+// ---- the worker's side ----------------------------------------------------------------
+
+// A stand-in for rank 0 on a plain socket: accepts one connection per entry of `answer`,
+// reads a hello from it, then answers kWatchdogRegistered (true) or closes it (false). The
+// hellos it read, in order; the last connection is kept open until the object goes away.
+struct FakeRank0 {
+  int port = 0;
+  int listen_fd;
+  std::vector<WatchdogHello> hellos;
+  int last = -1;
+  std::thread thread;
+  explicit FakeRank0(std::vector<bool> answer) : listen_fd(listen_loopback(&port)) {
+    thread = std::thread([this, answer] {
+      for (bool ok : answer) {
+        pollfd p{listen_fd, POLLIN, 0};
+        if (::poll(&p, 1, 5000) != 1) return;  // the worker gave up: the test fails, no hang
+        const int c = ::accept(listen_fd, nullptr, nullptr);
+        if (c < 0) return;
+        WatchdogHello h;
+        if (::recv(c, &h, sizeof(h), MSG_WAITALL) != ssize_t(sizeof(h))) return;
+        hellos.push_back(h);
+        if (ok) ::send(c, &kWatchdogRegistered, 1, MSG_NOSIGNAL);
+        if (!ok) ::close(c); else last = c;
+      }
+    });
+  }
+  void wait() {
+    if (thread.joinable()) thread.join();
+  }
+  ~FakeRank0() {
+    wait();
+    if (last >= 0) ::close(last);
+    ::close(listen_fd);
+  }
+};
+
+TEST(WatchdogRegistration, ConnectsAgainWhenDroppedBeforeTheAnswer) {
+  WatchdogHello h;
+  h.rank = 3;
+  h.pid = 77;
+  WatchdogRegistration reg;
+  {
+    FakeRank0 rank0({false, false, true});
+    reg = register_with_watchdog(INADDR_LOOPBACK, rank0.port, h, 10000);
+    rank0.wait();
+    ASSERT_EQ(rank0.hellos.size(), 3u);
+    for (const WatchdogHello& got : rank0.hellos) {
+      EXPECT_EQ(got.rank, 3);
+      EXPECT_EQ(got.pid, 77);
+    }
+  }
+  EXPECT_TRUE(reg.registered) << reg.why;
+  EXPECT_EQ(reg.attempts, 3);
+  EXPECT_GE(reg.fd, 0);
+  ::close(reg.fd);
+}
+
+TEST(WatchdogRegistration, NothingListeningGivesUpAtTheDeadline) {
+  int port = 0;
+  ::close(listen_loopback(&port));  // a port nobody listens on
+  WatchdogHello h;
+  h.rank = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  const WatchdogRegistration reg = register_with_watchdog(INADDR_LOOPBACK, port, h, 300);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_FALSE(reg.registered);
+  EXPECT_EQ(reg.fd, -1);
+  EXPECT_EQ(reg.attempts, 0);
+  EXPECT_NE(reg.why.find("connect"), std::string::npos) << reg.why;
+  EXPECT_GE(s, 0.25);  // it kept trying until the deadline
+  EXPECT_LT(s, 3.0);
+}
+
+// Rank 0 takes the hello but never answers: the connection is kept (closing it could read as
+// this rank's death later), with heartbeats sent while waiting.
+TEST(WatchdogRegistration, AnUnansweredConnectionIsKeptNotClosed) {
+  int port = 0;
+  const int listen_fd = listen_loopback(&port);
+  WatchdogHello h;
+  h.rank = 2;
+  const WatchdogRegistration reg = register_with_watchdog(INADDR_LOOPBACK, port, h, 1200);
+  EXPECT_FALSE(reg.registered);
+  EXPECT_EQ(reg.attempts, 1);
+  ASSERT_GE(reg.fd, 0);
+  const int c = ::accept(listen_fd, nullptr, nullptr);  // it waited in the backlog
+  ASSERT_GE(c, 0);
+  std::vector<char> got(sizeof(WatchdogHello) + 8);
+  const ssize_t n = ::recv(c, got.data(), got.size(), MSG_DONTWAIT);
+  ASSERT_GE(n, ssize_t(sizeof(WatchdogHello) + 1)) << "the hello and at least one heartbeat";
+  EXPECT_EQ(got[sizeof(WatchdogHello)], 'h');
+  EXPECT_FALSE(closed_by_peer(c, 50));
+  ::close(reg.fd);
+  ::close(c);
+  ::close(listen_fd);
 }
 
 }  // namespace
