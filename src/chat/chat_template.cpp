@@ -1,11 +1,11 @@
 #include "chat/chat_template.h"
 
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "chat/jinja_render.h"
 #include "core/error.h"
+#include "core/file_text.h"
 #include "core/json_parse.h"
 
 namespace cpinfer {
@@ -16,11 +16,10 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  CPI_CHECK(in, "cannot read '{}'", p.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  CPI_CHECK(read_whole_file(p.string(), &text), "cannot read '{}': {}", p.string(),
+            std::strerror(errno));
+  return text;
 }
 
 // bos_token / eos_token: "text", {"content": "text", ...} (an AddedToken) or null.

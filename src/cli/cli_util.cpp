@@ -1,12 +1,14 @@
 #include "cli/cli_util.h"
 
 #include <cctype>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_text.h"
 #include "model/gguf.h"
 #include "model/gguf_model.h"
 #include "model/gguf_tokenizer.h"
@@ -14,11 +16,10 @@
 namespace cpinfer {
 
 std::string read_text_file(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  CPI_CHECK(in.good(), "cannot read {} '{}'", what, path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  CPI_CHECK(read_whole_file(path, &text), "cannot read {} '{}': {}", what, path,
+            std::strerror(errno));
+  return text;
 }
 
 std::vector<int32_t> parse_id_list(const std::string& list, const std::string& flag) {

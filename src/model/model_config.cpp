@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/file_text.h"
 #include "core/json_parse.h"
 #include "model/gguf_model.h"
 
@@ -134,12 +134,9 @@ json parse_json_object(const std::string& text, const std::string& source) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  CPI_CHECK(in.good(), "cannot open '{}'", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  CPI_CHECK(!in.bad(), "cannot read '{}'", path);
-  return ss.str();
+  std::string text;
+  CPI_CHECK(read_whole_file(path, &text), "cannot open '{}': {}", path, std::strerror(errno));
+  return text;
 }
 
 // Picks the architecture from "architectures" (first supported entry), else from

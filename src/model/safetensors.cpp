@@ -5,12 +5,11 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/file_text.h"
 #include "core/json_parse.h"
 
 namespace cpinfer {
@@ -126,11 +125,9 @@ std::vector<TensorInfo> parse_safetensors_header(const uint8_t* bytes, size_t si
 namespace {
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  CPI_CHECK(in.good(), "cannot open '{}'", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  CPI_CHECK(read_whole_file(path, &text), "cannot open '{}': {}", path, std::strerror(errno));
+  return text;
 }
 
 }  // namespace

@@ -3,13 +3,14 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/file_text.h"
 #include "core/json_parse.h"
 #include "core/thread_pool.h"
 #include "model/random_fill.h"
@@ -171,11 +172,9 @@ void write_text(const fs::path& path, const std::string& text) {
 }
 
 json read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  CPI_CHECK(in.good(), "cannot open '{}'", path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_json_text(ss.str(), fmt::format("'{}'", path));
+  std::string text;
+  CPI_CHECK(read_whole_file(path, &text), "cannot open '{}': {}", path, std::strerror(errno));
+  return parse_json_text(text, fmt::format("'{}'", path));
 }
 
 // A sharded model left in the directory would shadow the new model.safetensors.
@@ -318,12 +317,8 @@ void make_model(const MakeModelOptions& opts) {
   // tokenizer.json: the real file, copied byte for byte.
   const json tok = read_json(tok_path);
   std::string tok_text;
-  {
-    std::ifstream in(tok_path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    tok_text = ss.str();
-  }
+  CPI_CHECK(read_whole_file(tok_path, &tok_text), "cannot read '{}': {}", tok_path,
+            std::strerror(errno));
   const int64_t tok_ids = tokenizer_num_ids(tok, tok_path);
   CPI_CHECK(tok_ids <= c.vocab_size, "tokenizer '{}' has ids up to {}, past the model's "
             "vocab_size {}", tok_path, tok_ids - 1, c.vocab_size);

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/file_text.h"
 #include "core/json_parse.h"
 
 namespace cpinfer {
@@ -80,11 +80,9 @@ std::string find_npm_file(const std::string& rel, bool with_parents, const std::
 json read_npm_tokenizer_config(const std::string& rel, const std::string& model) {
   const std::string path = find_npm_file(rel, true, "the " + model + " tokenizer_config.json (its "
                                          "chat template)", "");
-  std::ifstream in(path, std::ios::binary);
-  CPI_CHECK(in, "cannot read '{}'", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const json cfg = parse_json_text(ss.str(), path, "; run scripts/setup.sh to reinstall it");
+  std::string text;
+  CPI_CHECK(read_whole_file(path, &text), "cannot read '{}': {}", path, std::strerror(errno));
+  const json cfg = parse_json_text(text, path, "; run scripts/setup.sh to reinstall it");
   CPI_CHECK(cfg.is_object() && cfg.contains("chat_template") && cfg["chat_template"].is_string(),
             "{} has no chat_template string; run scripts/setup.sh to reinstall it", path);
   return cfg;

@@ -27,6 +27,23 @@ std::pair<std::string, std::string> parse_merge(const nlohmann::json& m, size_t 
        f.source(), i, m.dump());
 }
 
+// model.vocab and model.merges from the tree, checking each entry's JSON type.
+BpeTables tables_from_json(const nlohmann::json& model, const JsonFields& f) {
+  BpeTables t;
+  const auto& vocab = model.at("vocab");  // an object, a merges array beside it: checked
+  t.vocab.reserve(vocab.size());
+  for (const auto& [tok, v] : vocab.items()) {
+    // (The field's path is only spelled out for an error: 151k entries in a real file.)
+    const int64_t id = v.is_number_integer() ? v.get<int64_t>()
+                                             : f.integer(v, "model.vocab[\"" + tok + "\"]");
+    t.vocab.emplace_back(tok, id);
+  }
+  const auto& merges = model.at("merges");
+  t.merges.reserve(merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) t.merges.push_back(parse_merge(merges[i], i, f));
+  return t;
+}
+
 // Heap order: lowest rank first, then leftmost.
 bool later(const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) {
   return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
@@ -34,7 +51,7 @@ bool later(const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) {
 
 }  // namespace
 
-void BpeModel::load(const nlohmann::json& model, const JsonFields& f) {
+void BpeModel::load(const nlohmann::json& model, const JsonFields& f, const BpeTables* tables) {
   f.expect_object(model, "model");
   std::string type = f.opt_string(model, "model", "type");
   if (type.empty() && f.find(model, "model", "merges")) type = "BPE";  // older files omit it
@@ -51,12 +68,22 @@ void BpeModel::load(const nlohmann::json& model, const JsonFields& f) {
   }
   ignore_merges_ = f.flag(model, "model", "ignore_merges", false);
 
+  // Their shapes, in the tree either way (read_tokenizer_json leaves an empty {} and []).
+  f.expect_object(f.require(model, "model", "vocab"), "model.vocab");
+  f.expect_array(f.require(model, "model", "merges"), "model.merges");
+  // Vocab and merges as written: read by read_tokenizer_json, or here from the tree.
+  BpeTables own;
+  if (tables == nullptr) {
+    own = tables_from_json(model, f);
+    tables = &own;
+  }
+
   // Vocab: token string -> id.
-  const auto& vocab = f.require(model, "model", "vocab");
-  f.expect_object(vocab, "model.vocab");
-  vocab_.reserve(vocab.size());
-  for (const auto& [tok, v] : vocab.items()) {
-    const int64_t id = f.integer(v, "model.vocab[\"" + tok + "\"]");
+  vocab_.reserve(tables->vocab.size());
+  int64_t max_id = -1;
+  for (const auto& e : tables->vocab) max_id = std::max(max_id, e.second);
+  if (max_id >= 0 && max_id <= kMaxTokenId) id_to_token_.reserve(size_t(max_id) + 1);
+  for (const auto& [tok, id] : tables->vocab) {
     if (id < 0 || id > kMaxTokenId) {
       fail("{}: model.vocab[\"{}\"] = {} is out of range (ids must be in [0, {}])", f.source(),
            tok, id, kMaxTokenId);
@@ -67,8 +94,10 @@ void BpeModel::load(const nlohmann::json& model, const JsonFields& f) {
            id_to_token_[id], tok);
     }
     if (tok.empty()) fail("{}: model.vocab has an empty token (id {})", f.source(), id);
+    // (A JSON tree keeps the last of two equal keys; the one-pass reader sees both.)
+    if (!vocab_.emplace(tok, static_cast<int32_t>(id)).second)
+      fail("{}: model.vocab has the token \"{}\" twice", f.source(), tok);
     id_to_token_[id] = tok;
-    vocab_.emplace(tok, static_cast<int32_t>(id));
   }
   // Every byte must have its own token, so that any text is encodable.
   for (int b = 0; b < 256; ++b) {
@@ -89,9 +118,7 @@ void BpeModel::load(const nlohmann::json& model, const JsonFields& f) {
   }
 
   // Merges, ranked by position.
-  const auto& merges = f.require(model, "model", "merges");
-  f.expect_array(merges, "model.merges");
-  merges_.reserve(merges.size());
+  merges_.reserve(tables->merges.size());
   auto lookup = [&](const std::string& tok, size_t i) {
     auto it = vocab_.find(tok);
     if (it == vocab_.end()) {
@@ -100,9 +127,11 @@ void BpeModel::load(const nlohmann::json& model, const JsonFields& f) {
     }
     return it->second;
   };
-  for (size_t i = 0; i < merges.size(); ++i) {
-    auto [a, b] = parse_merge(merges[i], i, f);
-    const int32_t ia = lookup(a, i), ib = lookup(b, i), merged = lookup(a + b, i);
+  std::string joined;
+  for (size_t i = 0; i < tables->merges.size(); ++i) {
+    const auto& [a, b] = tables->merges[i];
+    joined.assign(a).append(b);
+    const int32_t ia = lookup(a, i), ib = lookup(b, i), merged = lookup(joined, i);
     merges_.put(ia, ib, Merge{static_cast<int32_t>(i), merged});
   }
 }

