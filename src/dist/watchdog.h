@@ -8,9 +8,10 @@
 // interface. start() broadcasts the address, the port and a random 32-byte secret once over
 // MPI (a collective at start-up, from the main thread); every other rank connects from a
 // watchdog thread and sends a hello with its rank, pid, host and the secret. Rank 0 accepts
-// each rank once, only with the secret (dist/watchdog_listener.h), and closes the port when
-// all have registered. After the hello a worker sends only heartbeats (one byte every
-// 500 ms from its watchdog thread); rank 0 sends nothing. The kernel closes the connection
+// each rank once, only with the secret (dist/watchdog_listener.h), answers with one byte (a
+// worker dropped before it connects again: dist/watchdog_registration.h), and closes the port
+// when all have registered. After the hello a worker sends only heartbeats (one byte every
+// 500 ms from its watchdog thread); rank 0 sends nothing else. The kernel closes the connection
 // when a process ends, however it ends, so rank 0 sees EOF on the dead rank's socket (and a
 // worker on rank 0's). TCP keepalive (2 s idle, 1 s interval, 5 probes) covers a host that
 // vanishes without closing. A rank whose heartbeats stop for heartbeat_timeout_s while its

@@ -117,7 +117,9 @@ void WatchdogListener::reject(Pending& p, const std::string& why) {
 }
 
 void WatchdogListener::accept_new() {
-  for (;;) {
+  // At most kAcceptBatch per wake-up: a flood that connects as fast as it is accepted must not
+  // keep the loop from the registered ranks (the listener stays readable: poll returns at once).
+  for (int n = 0; n < kAcceptBatch; ++n) {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;  // EAGAIN: none left (or a transient error: poll again)
     Pending p{fd, {}, 0, Clock::now() + std::chrono::milliseconds(hello_timeout_ms_),

@@ -48,6 +48,7 @@ WatchdogSecret random_watchdog_secret();
 class WatchdogListener {
  public:
   static constexpr int kMaxPending = 64;
+  static constexpr int kAcceptBatch = 256;  // accepts per wake-up of the loop
   static constexpr int kHelloTimeoutMs = 5000;
   static constexpr int kHeartbeatIntervalMs = 500;  // what a worker sends (dist/watchdog.cpp)
 
