@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/stats.h"
 #include "attention/kv_cache.h"
 #include "attention/page_pool.h"
@@ -44,11 +45,6 @@ struct AttnArgs {
   int64_t cold_mib = 256;  // decode: the cache spans at least this much (>> the L3)
   bool non_causal = false, compare = false, measure_peak = false, json = false;
 };
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 
 // One benchmark problem: the cache (num_layers copies of the same shape), page tables, q.
@@ -149,9 +145,9 @@ double time_kernel(const AttnArgs& a, Setup& s, const std::string& kernel, int t
   if (kernel == "flash" || a.mode == "decode") pass();
   std::vector<double> t;
   for (int r = 0; r < repeats; ++r) {
-    const double t0 = now_s();
+    const double t0 = steady_seconds();
     pass();
-    t.push_back((now_s() - t0) / double(s.num_layers));
+    t.push_back((steady_seconds() - t0) / double(s.num_layers));
   }
   if (best) *best = *std::min_element(t.begin(), t.end());
   return median(t);

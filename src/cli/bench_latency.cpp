@@ -42,6 +42,7 @@
 
 #include "cli/commands.h"
 #include "cli/rank_setup.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/log.h"
@@ -110,11 +111,6 @@ nlohmann::json phases_json(const PhaseTable& t, int64_t per, double total_step_s
   return out;
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Bytes received per traffic kind (Comm::stats(Traffic).recv_bytes).
 using TrafficBytes = std::array<double, kNumTraffic>;
 
@@ -155,9 +151,9 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
   plan.tokens = prompt;
   comm.reset_stats();
   if (prof) take_phase_profile();
-  double t0 = now_s();
+  double t0 = steady_seconds();
   int32_t tok = argmax(exec.run(plan).data(), V, pool);
-  t.ttft = now_s() - t0;
+  t.ttft = steady_seconds() - t0;
   if (prof) {
     add_into(prof->prefill, take_phase_profile());
     prof->prefills += 1;
@@ -173,9 +169,9 @@ IterTimes run_once(StepExecutor& exec, const std::vector<int32_t>& prompt, int64
     plan.seqs[0].num_tokens = 1;
     plan.tokens = {tok};
     comm.reset_stats();
-    double s = now_s();
+    double s = steady_seconds();
     tok = argmax(exec.run(plan).data(), V, pool);
-    t.itl.push_back(now_s() - s);
+    t.itl.push_back(steady_seconds() - s);
     t.comm_decode.push_back(comm.stats().seconds);
     const TrafficBytes b = traffic_bytes(comm);
     for (int k = 0; k < kNumTraffic; ++k)

@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "cli/rank_setup.h"
+#include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -41,20 +42,15 @@ struct PlanArgs {
   int top = 15;
 };
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Median seconds of `reps` calls of f after one warm-up call.
 template <class F>
 double time_median(int reps, F&& f) {
   f();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
-    const double t0 = now_s();
+    const double t0 = steady_seconds();
     f();
-    t.push_back(now_s() - t0);
+    t.push_back(steady_seconds() - t0);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];

@@ -3,6 +3,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <string>
 #include <string_view>
 
 #include "core/error.h"
@@ -28,6 +29,13 @@ Json parse_json_text(std::string_view text, std::string_view what, std::string_v
   } catch (const nlohmann::json::exception& e) {
     fail("{} is not valid JSON: {}{}", what, e.what(), hint);
   }
+}
+
+// A short rendering of a JSON value for error messages: its text (bytes that are not UTF-8
+// become U+FFFD, so rendering never throws), cut to `max_chars` with "..." at the end.
+inline std::string json_excerpt(const nlohmann::json& v, size_t max_chars = 60) {
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return s.size() > max_chars ? s.substr(0, max_chars - 3) + "..." : s;
 }
 
 }  // namespace cpinfer

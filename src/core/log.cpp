@@ -18,7 +18,7 @@ LogLevel initial_level() {
   return LogLevel::Info;
 }
 std::atomic<int> g_level{int(initial_level())};
-std::mutex g_mutex;
+std::mutex g_log_mutex;
 }  // namespace
 
 LogLevel log_level() { return LogLevel(g_level.load(std::memory_order_relaxed)); }
@@ -26,7 +26,7 @@ void set_log_level(LogLevel level) { g_level.store(int(level)); }
 
 void log_write(LogLevel level, const std::string& msg) {
   static const char* names[] = {"debug", "info", "warn", "error"};
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_log_mutex);
   std::fprintf(stderr, "[cpinfer %s] %s\n", names[int(level)], msg.c_str());
 }
 

@@ -8,7 +8,7 @@ namespace cpinfer {
 namespace {
 
 std::atomic<bool> g_on{false};
-std::mutex g_mutex;
+std::mutex g_profile_mutex;
 PhaseTable g_table;
 
 int64_t now_ns() {
@@ -43,7 +43,7 @@ void set_phase_profiling(bool on) {
 bool phase_profiling() { return g_on.load(std::memory_order_relaxed); }
 
 PhaseTable take_phase_profile() {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_profile_mutex);
   PhaseTable t = g_table;
   g_table = PhaseTable{};
   return t;
@@ -59,7 +59,7 @@ PhaseScope::PhaseScope(Phase p, const ThreadPool& pool) : phase_(p) {
 PhaseScope::~PhaseScope() {
   if (!pool_) return;
   const int64_t wall = now_ns() - t0_ns_, busy = pool_->busy_ns() - busy0_ns_;
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_profile_mutex);
   PhaseStats& s = g_table[size_t(phase_)];
   s.wall_s += 1e-9 * double(wall);
   s.busy_thread_s += 1e-9 * double(busy);

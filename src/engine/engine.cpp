@@ -4,6 +4,7 @@
 #include <chrono>
 #include <random>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/logprobs.h"
@@ -12,11 +13,6 @@
 namespace cpinfer {
 
 namespace {
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Largest L such that a lone sequence of L tokens fits in every rank's pool.
 int64_t capacity_tokens(const BlockManager& b) {
   int64_t lo = 0, hi = b.pages_per_rank() * b.page_size() * b.world() + 1;  // fits(lo), !fits(hi)
@@ -91,7 +87,7 @@ void Engine::submit(RequestParams params, std::shared_ptr<OutputChannel> channel
   a->params = std::move(params);
   a->channel = std::move(channel);
   a->index = index;
-  a->arrival = now_s();
+  a->arrival = steady_seconds();
   {
     std::lock_guard<std::mutex> lk(inbox_mu_);
     CPI_CHECK(failure_.empty(), "{}", failure_);
@@ -170,7 +166,7 @@ void Engine::drop_cancelled() {
 
 void Engine::finish(const std::vector<int64_t>& ids, const std::string& reason,
                     const std::string& error) {
-  const double now = now_s();
+  const double now = steady_seconds();
   for (int64_t id : ids) {
     auto it = active_.find(id);
     if (it == active_.end()) continue;
@@ -273,7 +269,7 @@ void Engine::run_step(const StepSchedule& s) {
   std::vector<float>& logits = exec_.run(plan_);
   const std::vector<int32_t>& argmax_ids = exec_.argmax_ids();  // or, for argmax-only steps
   sched_.commit(s);
-  const double now = now_s();
+  const double now = steady_seconds();
   {
     std::lock_guard<std::mutex> lk(metrics_mu_);
     ++metrics_.steps;
@@ -390,9 +386,9 @@ void Engine::run() {
       }
       const bool trace = log_level() <= LogLevel::Debug;
       const std::string what = trace ? describe_step(s) : std::string();
-      const double t0 = now_s();
+      const double t0 = steady_seconds();
       run_step(s);
-      const double step_s = now_s() - t0;
+      const double step_s = steady_seconds() - t0;
       // The start on the steady (CLOCK_MONOTONIC) clock lines the steps up with other tools'
       // traces (perf record -k CLOCK_MONOTONIC).
       if (trace) CPI_LOG_DEBUG("step: {:.2f} ms, {}; began at {:.4f} s", step_s * 1e3, what, t0);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -53,17 +54,13 @@ ModelWeights load_weights(const ModelConfig& c, const std::string& model_dir,
   return w;
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 }  // namespace
 
 ModelRunner::ModelRunner(const std::string& model_dir, const RunnerOptions& opts, ThreadPool& pool,
                          const ParallelLayout* layout, Comm* comm)
     : opts_(opts),
       pool_(pool),
-      load_start_(now_s()),
+      load_start_(steady_seconds()),
       config_(load_model_config(model_dir)),
       weights_(load_weights(config_, model_dir,
                             layout ? tp_shard(config_, *layout) : full_shard(config_), opts, pool,
@@ -77,7 +74,7 @@ ModelRunner::ModelRunner(const std::string& model_dir, const RunnerOptions& opts
   decoder_.attention().set_overlap(
       opts.overlap_comm == OverlapMode::On ||
       (opts.overlap_comm == OverlapMode::Auto && comm && cp_.pcp > 1 && comm->spans_hosts(Group::Pcp)));
-  load_seconds_ = now_s() - load_start_;
+  load_seconds_ = steady_seconds() - load_start_;
   // A step's page table lists each page at most once (no page is shared), so it never
   // outgrows the pool: reserved now, steps never allocate for it (tests/unit/
   // forward_allocations_test.cpp).

@@ -9,17 +9,13 @@
 #include <memory>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "kernels/peak_impl.h"
 
 namespace cpinfer {
 
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // CPU time of the calling thread: the FMA loop's rate while it runs, unaffected by other
 // processes taking the core away (it is a property of the core, not of the machine's load).
@@ -92,13 +88,13 @@ double measure_read_gbps(const uint8_t* buf, int64_t bytes, int passes, ThreadPo
   // Thread t reads [t * slice, (t + 1) * slice), a multiple of 256 bytes.
   const int64_t slice = bytes / threads / 256 * 256;
   std::vector<float> sink(size_t(threads) * 16, 0.f);  // one cache line each
-  double t0 = now_s();
+  double t0 = steady_seconds();
   pool.run(threads, [&](int64_t task, int) {
     float s = 0;
     for (int p = 0; p < passes; ++p) s += read(buf + task * slice, slice);
     sink[size_t(task) * 16] = s;
   });
-  double t = now_s() - t0;
+  double t = steady_seconds() - t0;
   volatile float keep = sink[0];
   (void)keep;
   return double(slice) * threads * passes / t * 1e-9;

@@ -38,12 +38,6 @@ std::string type_name(const json& v) {
   return v.type_name();  // "null", "boolean", "string", "array", "object"
 }
 
-// A short rendering of a JSON value for messages.
-std::string show(const json& v) {
-  std::string s = v.dump();
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-}
-
 // Typed access to config fields; every error names the file, the field, what was found
 // and what was expected.
 class Fields {
@@ -73,29 +67,29 @@ class Fields {
     if (!has(key)) return def;
     const json& v = root_.at(key);
     CPI_CHECK(v.is_boolean(), "{}: field '{}' must be a boolean, found {} {}", source_, key,
-              type_name(v), show(v));
+              type_name(v), json_excerpt(v));
     return v.get<bool>();
   }
   std::string string(const char* key, const std::string& def) const {
     if (!has(key)) return def;
     const json& v = root_.at(key);
     CPI_CHECK(v.is_string(), "{}: field '{}' must be a string, found {} {}", source_, key,
-              type_name(v), show(v));
+              type_name(v), json_excerpt(v));
     return v.get<std::string>();
   }
 
   int64_t as_integer(const json& v, const std::string& key) const {
     CPI_CHECK(v.is_number_integer(), "{}: field '{}' must be an integer, found {} {}", source_,
-              key, type_name(v), show(v));
+              key, type_name(v), json_excerpt(v));
     if (v.is_number_unsigned()) {
       CPI_CHECK(v.get<uint64_t>() <= uint64_t(INT64_MAX), "{}: field '{}' is too large: {}",
-                source_, key, show(v));
+                source_, key, json_excerpt(v));
     }
     return v.get<int64_t>();
   }
   double as_number(const json& v, const std::string& key) const {
     CPI_CHECK(v.is_number(), "{}: field '{}' must be a number, found {} {}", source_, key,
-              type_name(v), show(v));
+              type_name(v), json_excerpt(v));
     return v.get<double>();
   }
   // A token id field: an integer or a list of integers, each in [0, 2^31).
@@ -113,7 +107,7 @@ class Fields {
       for (size_t i = 0; i < v.size(); ++i) one(v[i], fmt::format("{}[{}]", key, i));
     } else {
       CPI_CHECK(v.is_number_integer(), "{}: field '{}' must be an integer or a list of "
-                "integers, found {} {}", source_, key, type_name(v), show(v));
+                "integers, found {} {}", source_, key, type_name(v), json_excerpt(v));
       one(v, key);
     }
     return out;
@@ -147,10 +141,10 @@ void parse_architecture(const json& root, const Fields& f, ModelConfig& c) {
   if (f.has("architectures")) {
     const json& a = root.at("architectures");
     CPI_CHECK(a.is_array(), "{}: field 'architectures' must be a list of strings, found {} {}",
-              f.source(), type_name(a), show(a));
+              f.source(), type_name(a), json_excerpt(a));
     for (const json& x : a) {
       CPI_CHECK(x.is_string(), "{}: field 'architectures' must be a list of strings, found "
-                "an element {} {}", f.source(), type_name(x), show(x));
+                "an element {} {}", f.source(), type_name(x), json_excerpt(x));
       names.push_back(x.get<std::string>());
     }
     CPI_CHECK(!names.empty(), "{}: field 'architectures' is empty (supported: {})", f.source(),
@@ -175,7 +169,7 @@ void parse_architecture(const json& root, const Fields& f, ModelConfig& c) {
       return;
     }
   }
-  std::string found = names.size() == 1 ? "'" + names[0] + "'" : show(root.at("architectures"));
+  std::string found = names.size() == 1 ? "'" + names[0] + "'" : json_excerpt(root.at("architectures"));
   const bool moe = std::any_of(names.begin(), names.end(), [](const std::string& n) {
     return n.find("Moe") != std::string::npos || n.find("MoE") != std::string::npos ||
            n.find("Mixtral") != std::string::npos;
@@ -189,7 +183,7 @@ void parse_rope_scaling(const json& root, const Fields& f, ModelConfig& c) {
   if (!f.has("rope_scaling")) return;
   const json& rs = root.at("rope_scaling");
   CPI_CHECK(rs.is_object(), "{}: field 'rope_scaling' must be null or an object, found {} {}",
-            f.source(), type_name(rs), show(rs));
+            f.source(), type_name(rs), json_excerpt(rs));
   // Field names in messages are "rope_scaling.<key>".
   Fields r(rs, f.source());
   auto key = [](const char* k) { return std::string("rope_scaling.") + k; };
@@ -236,7 +230,7 @@ void parse_rope_scaling(const json& root, const Fields& f, ModelConfig& c) {
     if (r.has("truncate")) {
       const json& v = rs.at("truncate");
       CPI_CHECK(v.is_boolean(), "{}: field 'rope_scaling.truncate' must be a boolean, found {} "
-                "{}", f.source(), type_name(v), show(v));
+                "{}", f.source(), type_name(v), json_excerpt(v));
       s.truncate = v.get<bool>();
     }
   }
@@ -268,11 +262,11 @@ void check_no_sliding_window(const json& root, const Fields& f, const ModelConfi
   if (f.has("layer_types")) {
     const json& lt = root.at("layer_types");
     CPI_CHECK(lt.is_array(), "{}: field 'layer_types' must be a list of strings, found {} {}",
-              f.source(), type_name(lt), show(lt));
+              f.source(), type_name(lt), json_excerpt(lt));
     for (size_t i = 0; i < lt.size(); ++i)
       CPI_CHECK(lt[i].is_string() && lt[i].get<std::string>() == "full_attention",
                 "{}: field 'layer_types[{}]' is {}; only \"full_attention\" layers are supported "
-                "(no sliding-window attention)", f.source(), i, show(lt[i]));
+                "(no sliding-window attention)", f.source(), i, json_excerpt(lt[i]));
   }
 }
 

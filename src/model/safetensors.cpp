@@ -26,15 +26,10 @@ std::string shape_str(const std::vector<int64_t>& s) {
   return fmt::format("[{}]", fmt::join(s, ", "));
 }
 
-std::string show(const json& v) {
-  std::string s = v.dump();
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-}
-
 // A non-negative JSON integer, else an Error built from `what`.
 uint64_t non_negative(const json& v, const std::string& what) {
   CPI_CHECK(v.is_number_integer() && (v.is_number_unsigned() || v.get<int64_t>() >= 0),
-            "{} must be a non-negative integer, found {}", what, show(v));
+            "{} must be a non-negative integer, found {}", what, json_excerpt(v));
   return v.get<uint64_t>();
 }
 
@@ -69,7 +64,7 @@ std::vector<TensorInfo> parse_safetensors_header(const uint8_t* bytes, size_t si
       continue;
     }
     const std::string where = fmt::format("tensor '{}' in '{}'", name, path);
-    CPI_CHECK(e.is_object(), "{}: the entry must be an object, found {}", where, show(e));
+    CPI_CHECK(e.is_object(), "{}: the entry must be an object, found {}", where, json_excerpt(e));
     CPI_CHECK(e.contains("dtype") && e["dtype"].is_string(), "{}: 'dtype' is missing or not a "
               "string", where);
     CPI_CHECK(e.contains("shape") && e["shape"].is_array(), "{}: 'shape' is missing or not a "
@@ -77,7 +72,7 @@ std::vector<TensorInfo> parse_safetensors_header(const uint8_t* bytes, size_t si
     CPI_CHECK(e.contains("data_offsets") && e["data_offsets"].is_array() &&
                   e["data_offsets"].size() == 2,
               "{}: 'data_offsets' must be a list [begin, end], found {}", where,
-              e.contains("data_offsets") ? show(e["data_offsets"]) : "nothing");
+              e.contains("data_offsets") ? json_excerpt(e["data_offsets"]) : "nothing");
     TensorInfo t;
     t.name = name;
     t.file = path;
@@ -88,12 +83,12 @@ std::vector<TensorInfo> parse_safetensors_header(const uint8_t* bytes, size_t si
     for (const json& d : e["shape"]) {
       uint64_t v = non_negative(d, fmt::format("{}: every shape dimension", where));
       CPI_CHECK(!__builtin_mul_overflow(numel, v, &numel), "{}: shape {} overflows", where,
-                show(e["shape"]));
+                json_excerpt(e["shape"]));
       t.shape.push_back(int64_t(v));
     }
     uint64_t nbytes = 0;
     CPI_CHECK(!__builtin_mul_overflow(numel, uint64_t(dtype_size(t.dtype)), &nbytes),
-              "{}: shape {} overflows", where, show(e["shape"]));
+              "{}: shape {} overflows", where, json_excerpt(e["shape"]));
     const uint64_t begin = non_negative(e["data_offsets"][0], where + ": data_offsets[0]");
     const uint64_t end = non_negative(e["data_offsets"][1], where + ": data_offsets[1]");
     CPI_CHECK(begin <= end, "{}: data_offsets [{}, {}] has begin > end", where, begin, end);
@@ -187,7 +182,7 @@ SafetensorsStore SafetensorsStore::open(const std::string& path) {
   std::map<std::string, std::string> first_tensor;  // shard -> a tensor it should hold
   for (auto it = wm.begin(); it != wm.end(); ++it) {
     CPI_CHECK(it.value().is_string(), "'{}': weight_map entry for tensor '{}' must be a file "
-              "name, found {}", ipath, it.key(), show(it.value()));
+              "name, found {}", ipath, it.key(), json_excerpt(it.value()));
     const std::string shard = it.value().get<std::string>();
     CPI_CHECK(!shard.empty() && shard.find('/') == std::string::npos && shard != "." &&
                   shard != "..",

@@ -11,6 +11,7 @@
 #include "core/cpu_features.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/json_parse.h"
 #include "core/memory.h"
 #include "core/thread_pool.h"
 
@@ -59,6 +60,19 @@ TEST(Dtype, NamesRoundTrip) {
 // The heap figures follow what the program holds: 48 MB in one large block (malloc maps it)
 // and 24 MB in 96k small blocks (arena chunks) raise in_use by at least that much, and
 // freeing them lowers it again; RSS sees the touched pages.
+// Error messages show JSON values short and never throw while rendering them.
+TEST(JsonExcerpt, ShortValuesWholeLongOnesCutBytesNotUtf8Replaced) {
+  EXPECT_EQ(json_excerpt(nlohmann::json(42)), "42");
+  EXPECT_EQ(json_excerpt(nlohmann::json::parse(R"({"a":[1,2]})")), R"({"a":[1,2]})");
+  const std::string sixty(58, 'x');  // "xxx...x" with its quotes: exactly 60 characters
+  EXPECT_EQ(json_excerpt(nlohmann::json(sixty)), '"' + sixty + '"');
+  const std::string long_text(100, 'y');
+  EXPECT_EQ(json_excerpt(nlohmann::json(long_text)), '"' + std::string(56, 'y') + "...");
+  EXPECT_EQ(json_excerpt(nlohmann::json(long_text), 80).size(), 80u);
+  // A string holding bytes that are not UTF-8 (json::dump() alone would throw).
+  EXPECT_EQ(json_excerpt(nlohmann::json(std::string("a\xff"))), "\"a\xEF\xBF\xBD\"");
+}
+
 TEST(Memory, HeapStatsFollowAllocations) {
   HeapStats before;
   if (!heap_stats(&before)) GTEST_SKIP() << "the C library reports no heap statistics";
