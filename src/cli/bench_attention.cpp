@@ -46,7 +46,6 @@ struct AttnArgs {
   bool non_causal = false, compare = false, measure_peak = false, json = false;
 };
 
-
 // One benchmark problem: the cache (num_layers copies of the same shape), page tables, q.
 struct Setup {
   std::unique_ptr<KvCache> cache;

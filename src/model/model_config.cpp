@@ -169,7 +169,8 @@ void parse_architecture(const json& root, const Fields& f, ModelConfig& c) {
       return;
     }
   }
-  std::string found = names.size() == 1 ? "'" + names[0] + "'" : json_excerpt(root.at("architectures"));
+  std::string found =
+      names.size() == 1 ? "'" + names[0] + "'" : json_excerpt(root.at("architectures"));
   const bool moe = std::any_of(names.begin(), names.end(), [](const std::string& n) {
     return n.find("Moe") != std::string::npos || n.find("MoE") != std::string::npos ||
            n.find("Mixtral") != std::string::npos;

@@ -28,6 +28,8 @@ const json* field(const json& body, const char* key) {
 // Short renderings of a client's text or value for messages (a 16 MiB string is not
 // echoed back; a character cut in half becomes U+FFFD when the error is written).
 std::string clip(const std::string& s) { return s.size() > 80 ? s.substr(0, 77) + "..." : s; }
+// A JSON value as error messages show it (80 characters at most).
+std::string excerpt(const json& v) { return json_excerpt(v, 80); }
 
 
 int64_t get_int(const json& v, const char* key) {
@@ -36,27 +38,27 @@ int64_t get_int(const json& v, const char* key) {
     // of range and must not reach the (undefined) conversion to int64.
     const double d = v.get<double>();
     if (!(d == std::floor(d)))
-      bad(key, fmt::format("'{}' must be an integer, got {}", key, json_excerpt(v, 80)));
+      bad(key, fmt::format("'{}' must be an integer, got {}", key, excerpt(v)));
     if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
-      bad(key, fmt::format("'{}' is out of range (a 64-bit integer): {}", key, json_excerpt(v, 80)));
+      bad(key, fmt::format("'{}' is out of range (a 64-bit integer): {}", key, excerpt(v)));
     return int64_t(d);
   }
   if (!v.is_number_integer())
-    bad(key, fmt::format("'{}' must be an integer, got {}", key, json_excerpt(v, 80)));
+    bad(key, fmt::format("'{}' must be an integer, got {}", key, excerpt(v)));
   if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
-    bad(key, fmt::format("'{}' is too large: {}", key, json_excerpt(v, 80)));
+    bad(key, fmt::format("'{}' is too large: {}", key, excerpt(v)));
   return v.get<int64_t>();
 }
 
 double get_number(const json& v, const char* key) {
-  if (!v.is_number()) bad(key, fmt::format("'{}' must be a number, got {}", key, json_excerpt(v, 80)));
+  if (!v.is_number()) bad(key, fmt::format("'{}' must be a number, got {}", key, excerpt(v)));
   const double d = v.get<double>();
-  if (!std::isfinite(d)) bad(key, fmt::format("'{}' must be a finite number, got {}", key, json_excerpt(v, 80)));
+  if (!std::isfinite(d)) bad(key, fmt::format("'{}' must be a finite number, got {}", key, excerpt(v)));
   return d;
 }
 
 bool get_bool(const json& v, const char* key) {
-  if (!v.is_boolean()) bad(key, fmt::format("'{}' must be a boolean, got {}", key, json_excerpt(v, 80)));
+  if (!v.is_boolean()) bad(key, fmt::format("'{}' must be a boolean, got {}", key, excerpt(v)));
   return v.get<bool>();
 }
 
@@ -64,7 +66,7 @@ std::vector<int32_t> token_ids(const json& arr, const char* key, int64_t vocab) 
   std::vector<int32_t> out;
   for (const json& t : arr) {
     if (!t.is_number_integer())
-      bad(key, fmt::format("'{}' token ids must be integers, got {}", key, json_excerpt(t, 80)));
+      bad(key, fmt::format("'{}' token ids must be integers, got {}", key, excerpt(t)));
     const int64_t id = t.get<int64_t>();
     if (id < 0 || id >= vocab)
       bad(key, fmt::format("token id {} in '{}' is outside the vocabulary [0, {})", id, key, vocab));
@@ -101,7 +103,7 @@ float get_in_range(const json& v, const char* key, double lo, double hi, bool op
   const double d = get_number(v, key);
   if (!(open_lo ? d > lo : d >= lo) || !(d <= hi))
     bad(key, fmt::format("'{}' must be in {}{}, {}], got {}", key, open_lo ? "(" : "[", lo, hi,
-                         json_excerpt(v, 80)));
+                         excerpt(v)));
   return float(d);
 }
 
@@ -109,7 +111,7 @@ float get_in_range(const json& v, const char* key, double lo, double hi, bool op
 std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& v, int64_t vocab) {
   if (!v.is_object())
     bad("logit_bias", fmt::format("'logit_bias' must be an object mapping token ids (strings) "
-                                  "to biases in [-100, 100], got {}", json_excerpt(v, 80)));
+                                  "to biases in [-100, 100], got {}", excerpt(v)));
   std::map<int32_t, float> bias;  // "5" and "05" name the same id: the later one counts
   for (const auto& [key, value] : v.items()) {
     if (key.empty() || key.size() > 18 ||
@@ -123,7 +125,7 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& v, int64_t v
     const double x = get_number(value, "logit_bias");
     if (!(x >= -100 && x <= 100))
       bad("logit_bias", fmt::format("'logit_bias' of token id {} must be in [-100, 100], got {}",
-                                    id, json_excerpt(value, 80)));
+                                    id, excerpt(value)));
     bias[int32_t(id)] = float(x);
   }
   return {bias.begin(), bias.end()};
@@ -193,20 +195,20 @@ void parse_common(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
   if (const json* v = field(b, "n")) {
     const int64_t n = get_int(*v, "n");
     if (n < 1 || n > kMaxN)
-      bad("n", fmt::format("'n' must be in [1, {}], got {}", kMaxN, json_excerpt(*v, 80)));
+      bad("n", fmt::format("'n' must be in [1, {}], got {}", kMaxN, excerpt(*v)));
     r->n = n;
   }
   // best_of = n returns every completion it makes: that is n. More would need a ranking.
   if (const json* v = field(b, "best_of"))
     if (const int64_t best_of = get_int(*v, "best_of"); best_of != 1 && best_of != r->n)
       bad("best_of", fmt::format("'best_of' {} is not supported: only best_of = n ({}) is "
-                                 "(every completion is returned)", json_excerpt(*v, 80), r->n));
+                                 "(every completion is returned)", excerpt(*v), r->n));
   if (const json* v = field(b, "min_p")) p.sampling.min_p = get_in_range(*v, "min_p", 0, 1);
   if (const json* v = field(b, "repetition_penalty")) {
     const double r = get_number(*v, "repetition_penalty");
     if (!(r > 0))
       bad("repetition_penalty",
-          fmt::format("'repetition_penalty' must be > 0 (1: off), got {}", json_excerpt(*v, 80)));
+          fmt::format("'repetition_penalty' must be > 0 (1: off), got {}", excerpt(*v)));
     p.sampling.repetition_penalty = float(r);
   }
   if (const json* v = field(b, "presence_penalty"))
@@ -280,7 +282,7 @@ void parse_tools(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
       const json* type = t.is_object() ? field(t, "type") : nullptr;
       if (!type || *type != "function" || !name || !name->is_string())
         bad("tools", fmt::format("tools[{}] must be {{\"type\": \"function\", \"function\": "
-                                 "{{\"name\": string, ...}}}}, got {}", i, json_excerpt(t, 80)));
+                                 "{{\"name\": string, ...}}}}, got {}", i, excerpt(t)));
     }
   }
   const bool has_tools = tools && !tools->empty();
@@ -289,10 +291,10 @@ void parse_tools(const json& b, const ProtocolContext& ctx, ParsedRequest* r) {
     if (v->is_object())
       bad("tool_choice", fmt::format("tool_choice {} (a named function) is not supported: it "
                                      "needs constrained decoding; use \"auto\" or \"none\"",
-                                     json_excerpt(*v, 80)));
+                                     excerpt(*v)));
     if (!v->is_string() || (*v != "none" && *v != "auto" && *v != "required"))
       bad("tool_choice", fmt::format("tool_choice must be \"none\", \"auto\", \"required\" or "
-                                     "a named function, got {}", json_excerpt(*v, 80)));
+                                     "a named function, got {}", excerpt(*v)));
     choice = v->get<std::string>();
     if (choice == "required")
       bad("tool_choice", "tool_choice \"required\" is not supported: it needs constrained "
@@ -442,7 +444,7 @@ ParsedRequest parse_chat_request(const json& b, const nlohmann::ordered_json& or
     const json* type = v->is_object() ? field(*v, "type") : nullptr;
     if (!type || !type->is_string() || type->get<std::string>() != "text")
       bad("response_format", fmt::format("response_format {} is not supported: output is not "
-                                         "constrained (only {{\"type\": \"text\"}})", json_excerpt(*v, 80)));
+                                         "constrained (only {{\"type\": \"text\"}})", excerpt(*v)));
   }
   bool add_generation_prompt = true;
   if (const json* v = field(b, "add_generation_prompt"))
