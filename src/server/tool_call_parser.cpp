@@ -13,8 +13,8 @@ namespace {
 constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>",
                            kPythonTag = "<|python_tag|>";
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-bool all_space(std::string_view s) { return std::all_of(s.begin(), s.end(), is_space); }
+bool is_json_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+bool all_space(std::string_view s) { return std::all_of(s.begin(), s.end(), is_json_space); }
 
 // How many trailing bytes of s are a proper prefix of tag (they may be its start).
 size_t partial_tag(std::string_view s, std::string_view tag) {
@@ -30,7 +30,7 @@ enum class Match { Yes, More, No };
 Match match_header(std::string_view s, std::string* name, size_t* args_at) {
   size_t i = 0;
   auto ws = [&] {
-    while (i < s.size() && is_space(s[i])) ++i;
+    while (i < s.size() && is_json_space(s[i])) ++i;
   };
   auto lit = [&](std::string_view l) {
     const size_t n = std::min(l.size(), s.size() - i);
@@ -124,7 +124,7 @@ void ToolCallStreamParser::step(ToolParseDelta* out, bool at_end) {
           break;
         }
         size_t p = 0;
-        while (p < buf_.size() && is_space(buf_[p])) ++p;
+        while (p < buf_.size() && is_json_space(buf_[p])) ++p;
         const std::string_view rest = std::string_view(buf_).substr(p);
         if (rest.starts_with(kPythonTag)) {
           buf_.erase(0, p + kPythonTag.size());
@@ -175,7 +175,7 @@ bool ToolCallStreamParser::content_step(ToolParseDelta* out, bool at_end) {
   };
   if (format_ == ToolCallFormat::Llama3Json) {
     size_t p = 0;
-    while (p < buf_.size() && (is_space(buf_[p]) || buf_[p] == ';')) ++p;
+    while (p < buf_.size() && (is_json_space(buf_[p]) || buf_[p] == ';')) ++p;
     if (p < buf_.size() && buf_[p] == '{') {
       start_body(p);
       return true;

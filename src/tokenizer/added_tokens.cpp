@@ -9,7 +9,7 @@ namespace cpinfer {
 namespace {
 
 // Unicode White_Space (what HF's \s matches).
-bool is_space(char32_t c) {
+bool is_unicode_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
          c == 0x3000;
@@ -146,7 +146,7 @@ void AddedVocabulary::extend(const AddedToken& t, std::string_view text, size_t 
     // Swallow whitespace on the left, but not what an earlier token already took.
     while (*b > floor) {
       const size_t p = prev_char(text, *b);
-      if (!is_space(char_at(text, p))) break;
+      if (!is_unicode_space(char_at(text, p))) break;
       *b = p;
     }
     if (*b < floor) *b = floor;
@@ -154,7 +154,7 @@ void AddedVocabulary::extend(const AddedToken& t, std::string_view text, size_t 
   if (t.rstrip) {
     char32_t c;
     size_t len;
-    while (*e < text.size() && (len = utf8::decode(text.substr(*e), &c)) > 0 && is_space(c)) {
+    while (*e < text.size() && (len = utf8::decode(text.substr(*e), &c)) > 0 && is_unicode_space(c)) {
       *e += len;
     }
   }
