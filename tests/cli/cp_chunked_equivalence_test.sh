@@ -42,7 +42,7 @@ rounding_bound() {  # rounding_bound MODE N: max |logits(MODE) - logits(f32)| of
     const ta=last(bf+".json").token_ids, tb=last(f32+".json").token_ids;
     let k=0; while (k<ta.length-1 && ta[k]===tb[k]) k++;
     const V=a.length/ta.length; let m=0;
-    for (let i=0;i<(k+1)*V;i++){const d=Math.abs(a[i]-b[i]); if(!(d<=m)) m=d;} console.log(m)' \
+    for (let i=0;i<(k+1)*V;i++){const d=Math.abs(a[i]-b[i]); if(!(d<=m) && m===m) m=d;} console.log(m)' \
     "$TMP/base-$1-$2" "$TMP/base-f32-$2"
 }
 mode_args() {  # the generate flags of a mode: f32 / bf16 KV cache, or bf16 dot products

@@ -23,6 +23,7 @@
 #include "support/config_compare.h"
 #include "support/test_models.h"
 #include "tokenizer/tokenizer.h"
+#include "support/nan_max.h"
 
 namespace cpinfer {
 namespace {
@@ -87,7 +88,8 @@ std::vector<float> run(const std::string& model, WeightQuantization q) {
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());
   double m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, double(std::abs(a[i] - b[i])));
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    testing::keep_max(m, double(std::abs(a[i] - b[i])));
   return m;
 }
 
