@@ -34,8 +34,8 @@
 #include "engine/step_executor.h"
 #include "kernels/sampling.h"
 #include "support/mpi_layout.h"
-#include "tokenizer/tokenizer.h"
 #include "support/nan_max.h"
+#include "tokenizer/tokenizer.h"
 
 using namespace cpinfer;
 

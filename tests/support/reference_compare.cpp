@@ -8,8 +8,8 @@
 #include "core/thread_pool.h"
 #include "engine/model_runner.h"
 #include "kernels/sampling.h"
-#include "support/reference_model.h"
 #include "support/nan_max.h"
+#include "support/reference_model.h"
 
 namespace cpinfer::testing {
 

@@ -118,6 +118,22 @@ INSTANTIATE_TEST_SUITE_P(Models, ForwardReference,
                            return n + "_L" + std::to_string(info.param.layers);
                          });
 
+// The comparison itself: a NaN logit anywhere makes the max difference NaN (so every
+// `EXPECT_LE(diff, tolerance)` fails), not just a NaN in the last element.
+TEST(ReferenceCompare, ANaNAnywhereMakesTheMaxDiffNaN) {
+  const int64_t rows = 3, V = 5;
+  std::vector<double> ref(size_t(rows * V));
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] = double(i % 7) - 3.0;  // spread: sd > 0.5
+  for (size_t at : {size_t(0), size_t(7), ref.size() - 1}) {
+    std::vector<float> engine(ref.begin(), ref.end());
+    engine[at] = NAN;
+    EXPECT_TRUE(std::isnan(testing::max_diff(engine.data(), ref, rows, V))) << "NaN at " << at;
+  }
+  std::vector<float> engine(ref.begin(), ref.end());
+  engine[4] += 0.25f;
+  EXPECT_DOUBLE_EQ(testing::max_diff(engine.data(), ref, rows, V), 0.25);
+}
+
 // Every kernel ISA this machine has gives the same answer (tiny model, mixed batch).
 TEST(ForwardReferenceIsa, EveryIsaMatchesReference) {
   std::string dir = testing::test_model("tiny", 2, DType::F32);

@@ -21,9 +21,9 @@
 #include "model/rope.h"
 #include "model/synthetic_model.h"
 #include "support/config_compare.h"
+#include "support/nan_max.h"
 #include "support/test_models.h"
 #include "tokenizer/tokenizer.h"
-#include "support/nan_max.h"
 
 namespace cpinfer {
 namespace {

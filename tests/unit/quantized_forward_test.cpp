@@ -16,6 +16,7 @@
 #include "engine/model_runner.h"
 #include "kernels/quantize.h"
 #include "model/safetensors.h"
+#include "support/nan_max.h"
 #include "support/reference_compare.h"
 #include "support/reference_model.h"
 #include "support/test_models.h"
@@ -105,8 +106,8 @@ TEST_P(QuantizedForward, MatchesReferenceOfDequantizedWeights) {
   ASSERT_EQ(int8.size(), want.size());
   double err = 0, shift = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    err = std::max(err, std::fabs(double(int8[i]) - want[i]));
-    shift = std::max(shift, std::fabs(double(int8[i]) - double(full[i])));
+    testing::keep_max(err, std::fabs(double(int8[i]) - want[i]));
+    testing::keep_max(shift, std::fabs(double(int8[i]) - double(full[i])));
   }
   std::printf("%s: int8 vs float64 reference of the dequantized weights: max |diff| %.3g; "
               "int8 vs unquantized: max |diff| %.3g (over %lld logits)\n",
