@@ -9,8 +9,8 @@ SRC=${CPINFER_SOURCE_DIR:?}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 cd "$TMP"
-# make NAME ROWS VOCAB "TOKENS" [JS expression of i, the element, overriding cos(i)]
-make() {
+# make_run NAME ROWS VOCAB "TOKENS" [JS expression of i, the element, overriding cos(i)]
+make_run() {
   node -e 'const fs=require("fs"); const [name, R, V, toks, expr]=process.argv.slice(1);
     const f=expr ? new Function("i", "return " + expr) : null; const a=new Float32Array(R*V);
     for (let i=0;i<a.length;i++) { const o=f ? f(i) : undefined; a[i]=o===undefined ? Math.cos(i) : o; }
@@ -19,21 +19,21 @@ make() {
 }
 V=300000  # > one piece of the tool's reads (2^20 floats), so pieces and their seams are used
 T=1,2,3,4,5,6,7,8
-make base 8 $V $T
-make same 8 $V $T
-make off 8 $V $T "i==1048577 ? Math.cos(i)+0.01 : undefined"
-make nan_first 8 $V $T "i==0 ? NaN : undefined"
-make nan_mid 8 $V $T "i==1048576 ? NaN : undefined"
-make nan_last 8 $V $T "i==8*$V-1 ? NaN : undefined"
-make tokens 8 $V 1,2,3,9,5,6,7,8
-make short 8 $V $T
+make_run base 8 $V $T
+make_run same 8 $V $T
+make_run off 8 $V $T "i==1048577 ? Math.cos(i)+0.01 : undefined"
+make_run nan_first 8 $V $T "i==0 ? NaN : undefined"
+make_run nan_mid 8 $V $T "i==1048576 ? NaN : undefined"
+make_run nan_last 8 $V $T "i==8*$V-1 ? NaN : undefined"
+make_run tokens 8 $V 1,2,3,9,5,6,7,8
+make_run short 8 $V $T
 truncate -s -4 short.bin
 # Near tie at step 3: base2's logits of tokens 4 and 9 are 1e-4 apart; tie2 takes 9 there.
-make base2 8 $V $T "i==3*$V+4 ? 0.5 : i==3*$V+9 ? 0.4999 : undefined"
-make tie2 8 $V 1,2,3,9,5,6,7,8 "i==3*$V+4 ? 0.5 : i==3*$V+9 ? 0.4999 : i>4*$V ? 7 : undefined"
+make_run base2 8 $V $T "i==3*$V+4 ? 0.5 : i==3*$V+9 ? 0.4999 : undefined"
+make_run tie2 8 $V 1,2,3,9,5,6,7,8 "i==3*$V+4 ? 0.5 : i==3*$V+9 ? 0.4999 : i>4*$V ? 7 : undefined"
 # Not a near tie: base3's logits of tokens 4 and 9 are 1e-2 apart (> 2 x 1e-3).
-make base3 8 $V $T "i==3*$V+4 ? 0.5 : i==3*$V+9 ? 0.49 : undefined"
-make far3 8 $V 1,2,3,9,5,6,7,8 "i==3*$V+4 ? 0.5 : i==3*$V+9 ? 0.49 : undefined"
+make_run base3 8 $V $T "i==3*$V+4 ? 0.5 : i==3*$V+9 ? 0.49 : undefined"
+make_run far3 8 $V 1,2,3,9,5,6,7,8 "i==3*$V+4 ? 0.5 : i==3*$V+9 ? 0.49 : undefined"
 failures=0
 expect() {  # expect ok|FAIL A B TOL [near-tie] [TEXT]: exit status and (optional) message
   local want=$1 a=$2 b=$3 tol=$4 mode=${5:-} text=${6:-} out rc=0
