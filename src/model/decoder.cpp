@@ -34,12 +34,12 @@ void Decoder::reserve(int64_t T) {
   const int64_t H = c.hidden_size, D = c.head_dim;
   const ShardSpec& sh = w_.shard;
   const int64_t qkv_width = (sh.num_q_heads + 2 * sh.num_kv_heads) * D;
-  x_.resize(size_t(T * H));
-  h_.resize(size_t(T * H));
-  qkv_.resize(size_t(T * qkv_width));
-  attn_.resize(size_t(T * sh.num_q_heads * D));
-  gu_.resize(size_t(T * 2 * sh.ffn_size));
-  act_.resize(size_t(T * sh.ffn_size));
+  x_.reserve(size_t(T * H));
+  h_.reserve(size_t(T * H));
+  qkv_.reserve(size_t(T * qkv_width));
+  attn_.reserve(size_t(T * sh.num_q_heads * D));
+  gu_.reserve(size_t(T * 2 * sh.ffn_size));
+  act_.reserve(size_t(T * sh.ffn_size));
   rope_cos_.resize(size_t(T * D / 2));
   rope_sin_.resize(size_t(T * D / 2));
   capacity_ = T;

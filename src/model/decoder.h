@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attention/kv_cache.h"
+#include "core/huge_pages.h"
 #include "core/thread_pool.h"
 #include "cp/final_rows.h"
 #include "cp/step_attention.h"
@@ -56,9 +57,10 @@ class Decoder {
   int pcp_size_ = 1;  // the LM head is split over tp x pcp ranks
   std::vector<double> inv_freq_;
   double rope_scale_ = 1.0;  // cos/sin multiplier (YaRN's attention factor)
-  // Workspaces, grown to the largest step seen; the per-layer loop allocates nothing.
-  std::vector<float> x_, h_, qkv_, attn_, gu_, act_, rope_cos_, rope_sin_, last_,
-      local_logits_, gathered_;
+  // Workspaces, grown to the largest step seen; the per-layer loop allocates nothing. The
+  // [T, width] activations are large for long prompts: huge-page memory (core/huge_pages.h).
+  ScratchArray<float> x_, h_, qkv_, attn_, gu_, act_;
+  std::vector<float> rope_cos_, rope_sin_, last_, local_logits_, gathered_;
   int64_t capacity_ = 0;
   std::vector<int> lm_counts_, lm_displs_;  // the vocab-parallel gather's counts (tp > 1)
   std::vector<int64_t> lm_vbegin_;

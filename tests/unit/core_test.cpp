@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -11,6 +12,7 @@
 #include "core/cpu_features.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/huge_pages.h"
 #include "core/json_parse.h"
 #include "core/memory.h"
 #include "core/thread_pool.h"
@@ -97,6 +99,63 @@ TEST(Memory, HeapStatsFollowAllocations) {
   ASSERT_TRUE(heap_stats(&after));
   EXPECT_LE(after.in_use_bytes, held.in_use_bytes - int64_t(kBig + kSmall * kCount));
   EXPECT_GE(after.free_bytes, 0);
+}
+
+// huge_pages_alloc: zeroed, aligned, every usable byte writable, and the memory goes back to
+// the system on free (RSS falls: mmap-ed outside sanitizer builds, or a large C-heap block).
+TEST(HugePages, ZeroedAlignedWritableAndReturned) {
+  EXPECT_EQ(huge_pages_alloc(0), nullptr);
+  huge_pages_free(nullptr, 123);  // a no-op
+  const size_t bytes = (size_t(3) << 20) + 5;
+  const size_t usable = huge_pages_usable(bytes);
+  EXPECT_GE(usable, bytes);
+  EXPECT_EQ(huge_pages_usable(usable), usable);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_EQ(usable, size_t(4) << 20);  // rounded up to whole 2 MiB pages
+#endif
+  const int64_t rss0 = current_rss_bytes();
+  auto* p = static_cast<unsigned char*>(huge_pages_alloc(bytes));
+  ASSERT_NE(p, nullptr);
+  const uintptr_t align = reinterpret_cast<uintptr_t>(p) % (size_t(2) << 20);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_EQ(align, 0u) << "not on a 2 MiB boundary: no huge page could back it";
+#else
+  EXPECT_EQ(align % 64, 0u);
+#endif
+  size_t nonzero = 0;
+  for (size_t i = 0; i < usable; ++i) nonzero += p[i] != 0;
+  EXPECT_EQ(nonzero, 0u);
+  std::memset(p, 0xab, usable);  // the rounded size is ours to use
+  EXPECT_EQ(p[usable - 1], 0xab);
+  const int64_t rss_held = current_rss_bytes();
+  EXPECT_GE(rss_held - rss0, int64_t(bytes) / 2);
+  huge_pages_free(p, bytes);
+  EXPECT_LE(current_rss_bytes(), rss_held - int64_t(bytes) / 2);
+}
+
+// ScratchArray: grows only; a growth gives fresh zeroed memory (old contents not kept), a
+// smaller reserve keeps the same memory and contents.
+TEST(HugePages, ScratchArrayGrowsOnlyAndIsZeroAfterGrowth) {
+  ScratchArray<float> a;
+  EXPECT_EQ(a.data(), nullptr);
+  EXPECT_EQ(a.capacity(), 0u);
+  a.reserve(1000);
+  ASSERT_NE(a.data(), nullptr);
+  ASSERT_GE(a.capacity(), 1000u);
+  for (size_t i = 0; i < a.capacity(); ++i) ASSERT_EQ(a.data()[i], 0.f) << i;
+  for (size_t i = 0; i < a.capacity(); ++i) a.data()[i] = float(i);
+  float* const first = a.data();
+  const size_t cap = a.capacity();
+  a.reserve(10);
+  a.reserve(cap);
+  EXPECT_EQ(a.data(), first);
+  EXPECT_EQ(a.capacity(), cap);
+  EXPECT_EQ(a.data()[cap - 1], float(cap - 1));
+  a.reserve(cap + 1);
+  ASSERT_GE(a.capacity(), cap + 1);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < a.capacity(); ++i) nonzero += a.data()[i] != 0.f;
+  EXPECT_EQ(nonzero, 0u);
 }
 
 TEST(ThreadPool, RunsEveryTaskOnce) {
