@@ -9,10 +9,14 @@
 #   two_hosts_wire          move each end into its namespace, address it, bring links up
 #   two_hosts_agent FILE    write OpenMPI's "remote shell" (plm_rsh_agent): it runs the
 #                           daemon for host IP_A / IP_B with `ip netns exec` (no sshd)
-#   two_hosts_mpirun DIR SLOTS  write DIR/agent.sh (two_hosts_agent) and DIR/hosts (SLOTS
-#                           per host) and set the array MPIRUN: mpirun started in NS_A, TCP
-#                           only on SUBNET for MPI (btl) and the daemons (oob), no binding,
-#                           mpi_yield_when_idle 1; the caller appends -np, mapping, the command
+#   two_hosts_mpirun DIR SLOTS [YIELD]  write DIR/agent.sh (two_hosts_agent) and DIR/hosts
+#                           (SLOTS per host) and set the array MPIRUN: mpirun started in NS_A,
+#                           TCP only on SUBNET for MPI (btl) and the daemons (oob), no binding,
+#                           mpi_yield_when_idle YIELD (default 1); the caller appends -np,
+#                           mapping, the command. YIELD 1 when the ranks' threads outnumber the
+#                           CPUs (both "hosts" share this machine's); 0 otherwise, as cpinfer's
+#                           own launcher does: a waiting rank's stream of sched_yield calls slows
+#                           the rank computing on the next core (docs/multi-node.md)
 #   two_hosts_cleanup       kill what still runs in the namespaces, delete them and the pair
 two_hosts_up() {
   ip netns add "$NS_A"
@@ -52,7 +56,7 @@ two_hosts_mpirun() {
   MPIRUN=(ip netns exec "$NS_A" mpirun --hostfile "$1/hosts" --bind-to none
           --mca plm_rsh_agent "$1/agent.sh"
           --mca btl tcp,self --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET"
-          --mca mpi_yield_when_idle 1)
+          --mca mpi_yield_when_idle "${3:-1}")
 }
 
 two_hosts_cleanup() {
