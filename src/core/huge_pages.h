@@ -13,7 +13,7 @@ namespace cpinfer {
 
 // `bytes` of zeroed memory, 64-byte aligned (2 MiB aligned outside sanitizer builds), with the
 // huge-page advice. Null when the system has no memory to give. Sanitizer builds take the
-// C heap instead (exact size, no rounding), so overflows hit the allocator's redzones.
+// C heap instead (rounded to 64 bytes only), so overflows hit the allocator's redzones.
 void* huge_pages_alloc(size_t bytes);
 // The bytes huge_pages_alloc(bytes) actually gives (all usable): bytes rounded up to 2 MiB
 // (to 64 under sanitizers).
