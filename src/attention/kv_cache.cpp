@@ -1,11 +1,12 @@
 #include "attention/kv_cache.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
-#include "core/huge_pages.h"
 
 namespace cpinfer {
 
@@ -14,16 +15,16 @@ int64_t KvCacheShape::bytes() const {
          int64_t(dtype_size(dtype));
 }
 
-KvCache::Storage::~Storage() { huge_pages_free(data, std::max<size_t>(bytes, 1)); }
+KvCache::Storage::~Storage() { std::free(data); }
 
 bool KvCache::Storage::allocate(size_t n) {
-  const size_t size = std::max<size_t>(n, 1);
-  data = static_cast<uint8_t*>(huge_pages_alloc(size));
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t rounded = (std::max<size_t>(n, 1) + kHuge - 1) / kHuge * kHuge;
+  data = static_cast<uint8_t*>(std::aligned_alloc(kHuge, rounded));
   if (!data) return false;
   bytes = n;
-  // Zero already; written anyway so that every page is resident from the start (a server
-  // that has its cache should not take its page faults while serving).
-  std::memset(data, 0, huge_pages_usable(size));
+  madvise(data, rounded, MADV_HUGEPAGE);  // advice only: failure leaves 4 KiB pages
+  std::memset(data, 0, rounded);
   return true;
 }
 

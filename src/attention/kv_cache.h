@@ -46,7 +46,7 @@ class KvCache {
   void copy_rows(int32_t src, int32_t dst, int64_t rows);
 
  private:
-  // Zeroed bytes in huge-page memory (core/huge_pages.h), resident from the start.
+  // Zeroed, 2 MiB aligned bytes (huge pages where the kernel grants them).
   struct Storage {
     uint8_t* data = nullptr;
     size_t bytes = 0;

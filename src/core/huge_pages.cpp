@@ -30,7 +30,7 @@ void* huge_pages_alloc(size_t bytes) {
   if (bytes == 0) return nullptr;
   if constexpr (kSanitized) {
     void* p = std::aligned_alloc(64, huge_pages_usable(bytes));
-    if (p) std::memset(p, 0, bytes);
+    if (p) std::memset(p, 0, huge_pages_usable(bytes));  // all of it is the caller's
     return p;
   }
   // mmap gives zeroed pages, faulted in on first touch. Map 2 MiB more than asked and unmap
