@@ -1,12 +1,10 @@
 #include "attention/kv_cache.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/huge_pages.h"
 
 namespace cpinfer {
 
@@ -15,16 +13,16 @@ int64_t KvCacheShape::bytes() const {
          int64_t(dtype_size(dtype));
 }
 
-KvCache::Storage::~Storage() { std::free(data); }
+KvCache::Storage::~Storage() { huge_pages_free(data, bytes); }
 
 bool KvCache::Storage::allocate(size_t n) {
-  constexpr size_t kHuge = size_t(2) << 20;
-  const size_t rounded = (std::max<size_t>(n, 1) + kHuge - 1) / kHuge * kHuge;
-  data = static_cast<uint8_t*>(std::aligned_alloc(kHuge, rounded));
-  if (!data) return false;
   bytes = n;
-  madvise(data, rounded, MADV_HUGEPAGE);  // advice only: failure leaves 4 KiB pages
-  std::memset(data, 0, rounded);
+  if (n == 0) return true;
+  data = static_cast<uint8_t*>(huge_pages_alloc(n));
+  if (!data) return false;
+  // Touch every page now (the memory comes zeroed): a cache too large for the machine fails
+  // at start-up rather than in the middle of serving, and no prefill pays its page faults.
+  std::memset(data, 0, n);
   return true;
 }
 

@@ -46,7 +46,8 @@ class KvCache {
   void copy_rows(int32_t src, int32_t dst, int64_t rows);
 
  private:
-  // Zeroed, 2 MiB aligned bytes (huge pages where the kernel grants them).
+  // Zeroed bytes from huge_pages_alloc (huge pages where the kernel grants them), touched
+  // once at allocation.
   struct Storage {
     uint8_t* data = nullptr;
     size_t bytes = 0;
