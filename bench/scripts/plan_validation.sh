@@ -3,7 +3,8 @@
 # `cpinfer plan` predicts TTFT and ITL for the qwen2.5-0.5b shape with 8 layers at 4k and
 # 16k tokens on this host (its cores, oversubscription allowed), and `bench latency` measures
 # the same layouts: one rank x all cores, pcp 2 and tp 2 (one thread per rank on 2 cores),
-# and at 4k the oversubscribed tp 2 x pcp 2 and pcp 4. One JSON line per point to $OUT
+# and at 4k the oversubscribed tp 2 x pcp 2 and pcp 4. KV=f32|bf16 (default bf16) is the
+# cache dtype of both. One JSON line per point to $OUT
 # (default bench/results/plan_validation.jsonl) with both figures and the relative error;
 # other processes' CPU time during each run is recorded (a busy machine spoils the point).
 # REPS=N (default 1) measures every point N times, the points interleaved round by round so
@@ -16,6 +17,7 @@ CPINFER=${CPINFER:-build/cpinfer}
 OUT=${OUT:-bench/results/plan_validation.jsonl}
 CORES=$(nproc)
 REPS=${REPS:-1}
+KV=${KV:-bf16}  # the KV cache dtype of both the plan and the measurements
 mkdir -p "$(dirname "$OUT")" models
 : >"$OUT"
 M8=models/qwen2.5-0.5b-L8
@@ -26,6 +28,7 @@ point() {  # point REP LEN THREADS layout-flags...
   b0=$(busy_jiffies)
   /usr/bin/time -f "%U %S" -o "$TMP/cpu-time" "$CPINFER" bench latency --model "$M8" \
     --input-len "$n" --output-len 8 --num-iters 1 --warmup 0 --threads-per-rank "$threads" \
+    --kv-cache-dtype "$KV" \
     --json "$@" >"$TMP/meas.json" 2>/dev/null
   # Other processes' CPU time during the run: the machine's busy time minus the run's own
   # (user + system of the whole process tree, in jiffies of 1/100 s).
@@ -50,7 +53,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 lscpu | grep -E "Model name" | tee "$TMP/cpu"
 for n in 4096 16384; do
-  "$CPINFER" plan --model "$M8" --context-len "$n" --oversubscribe --json >"$TMP/plan-$n.json"
+  "$CPINFER" plan --model "$M8" --context-len "$n" --kv-cache-dtype "$KV" --oversubscribe --json >"$TMP/plan-$n.json"
   node -e 'const j=JSON.parse(require("fs").readFileSync(process.argv[1]));console.log("calibration", JSON.stringify(j.calibration))' "$TMP/plan-$n.json"
 done
 for rep in $(seq 1 "$REPS"); do

@@ -1,16 +1,13 @@
 // `cpinfer plan`: which layout to run a model at a context length on a cluster. Calibrates
-// this machine's per-core rates with short runs of the engine's own kernels (the GEMM of a
-// prefill, causal flash attention, streaming reads), then predicts every valid (tp, pcp,
+// this machine's per-core rates with short runs of the engine's own kernels on the model's
+// shapes (model/layout_calibration.h), then predicts every valid (tp, pcp,
 // dcp, interleave) with the cost model of model/layout_cost.h and recommends the layout that
 // fits in memory and minimises TTFT + output_len x ITL (the time of one request).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -18,14 +15,11 @@
 
 #include "cli/commands.h"
 #include "cli/rank_setup.h"
-#include "core/clock.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "dist/launcher.h"
-#include "kernels/attention.h"
-#include "kernels/linear.h"
-#include "kernels/peak.h"
+#include "model/layout_calibration.h"
 #include "model/layout_cost.h"
 #include "model/model_config.h"
 
@@ -38,131 +32,10 @@ struct PlanArgs {
   int64_t context_len = 0, hosts = 1, cores_per_host = 0, block_size = 16, output_len = 256;
   double link_gbps = 25, memory_gib = 0, link_latency_us = 50;
   double gemm_gflops = 0, attn_gflops = 0, read_gbps = 0, local_gbps = 0, weight_read_gbps = 0;
+  double lm_head_read_gbps = 0;
   bool json = false, oversubscribe = false;
   int top = 15;
 };
-
-// Median seconds of `reps` calls of f after one warm-up call.
-template <class F>
-double time_median(int reps, F&& f) {
-  f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const double t0 = steady_seconds();
-    f();
-    t.push_back(steady_seconds() - t0);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-struct Calibration {
-  double gemm_gflops_per_core = 0, attn_gflops_per_core = 0, read_gbps_per_core = 0;
-  double weight_read_gbps_per_core = 0;
-  double read_gbps_1t = 0, fma_gflops_1t = 0;
-  int threads = 1;
-};
-
-// Per-core rates of this binary's kernels on this machine, with every pool thread busy:
-// the prefill GEMM ([512, H] x [min(I, 4864), H]^T in the model's weight dtype), causal
-// attention of one 2048-token sequence over one KV head's group of q heads, and reads.
-Calibration calibrate(const ModelConfig& c, ThreadPool& pool) {
-  Calibration cal;
-  cal.threads = int(pool.size());
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  {
-    const int64_t M = 512, K = c.hidden_size, N = std::min<int64_t>(c.intermediate_size, 4864);
-    const bool bf = c.torch_dtype != "float32";
-    std::vector<float> x(size_t(M * K)), y(size_t(M * N)), wf;
-    std::vector<bf16> wb;
-    for (float& v : x) v = u(rng);
-    WeightView w;
-    w.rows = N;
-    w.cols = K;
-    w.ld = K;
-    if (bf) {
-      wb.resize(size_t(N * K));
-      for (bf16& v : wb) v = bf16(u(rng) * 0.05f);
-      w.data = wb.data();
-      w.dtype = DType::BF16;
-    } else {
-      wf.resize(size_t(N * K));
-      for (float& v : wf) v = u(rng) * 0.05f;
-      w.data = wf.data();
-      w.dtype = DType::F32;
-    }
-    const double s = time_median(5, [&] { linear(x.data(), M, K, w, nullptr, y.data(), N, pool); });
-    cal.gemm_gflops_per_core = 2.0 * double(M * K * N) / s / 1e9 / cal.threads;
-  }
-  {
-    const int64_t S = 2048, D = c.head_dim, hq = c.num_q_heads / c.num_kv_heads;
-    std::vector<float> q(size_t(S * hq * D)), k(size_t(S * D)), v(size_t(S * D)),
-        o(size_t(S * hq * D)), lse(size_t(S * hq));
-    for (float& x : q) x = u(rng);
-    for (float& x : k) x = u(rng);
-    for (float& x : v) x = u(rng);
-    const int64_t q_indptr[2] = {0, S}, kv_indptr[2] = {0, S};
-    AttentionProblem p;
-    p.source = KvSource::Ragged;
-    p.num_seqs = 1;
-    p.q_indptr = q_indptr;
-    p.kv_indptr = kv_indptr;
-    p.num_q_heads = hq;
-    p.num_kv_heads = 1;
-    p.head_dim = D;
-    p.causal = true;
-    p.num_threads = int(pool.size());
-    AttentionPlan plan = plan_attention(p);
-    AttentionWorkspace ws;
-    ws.reserve(plan);
-    RaggedKv kv{k.data(), v.data(), D, D, 1, D};
-    const float scale = 1.f / std::sqrt(float(D));
-    const double s = time_median(3, [&] {
-      run_attention(plan, q.data(), hq * D, kv, scale, o.data(), hq * D, lse.data(), ws, pool);
-    });
-    const double flops = 4.0 * double(D) * double(S) * double(S + 1) / 2 * double(hq);
-    cal.attn_gflops_per_core = flops / s / 1e9 / cal.threads;
-  }
-  {
-    // The decode GEMV (one x row) over the model's weight dtype, from DRAM: copies of a
-    // [min(2 I, 9728), H] matrix cycled so that the set (>= 256 MiB) is far larger than
-    // the caches, as a decode step streams every layer's weights once.
-    const int64_t K = c.hidden_size, N = std::min<int64_t>(2 * c.intermediate_size, 9728);
-    const bool bf = c.torch_dtype != "float32";
-    const int64_t esz = bf ? 2 : 4;
-    const int64_t copies = std::max<int64_t>(2, ((int64_t(256) << 20) + N * K * esz - 1) / (N * K * esz));
-    std::vector<bf16> wb;
-    std::vector<float> wf;
-    if (bf) wb.assign(size_t(copies * N * K), bf16(0.01f));
-    else wf.assign(size_t(copies * N * K), 0.01f);
-    std::vector<float> x(size_t(K), 0.5f);
-    std::vector<float> y(static_cast<size_t>(N));
-    auto pass = [&] {
-      for (int64_t i = 0; i < copies; ++i) {
-        WeightView w;
-        w.rows = N;
-        w.cols = K;
-        w.ld = K;
-        w.dtype = bf ? DType::BF16 : DType::F32;
-        w.data = bf ? static_cast<const void*>(wb.data() + i * N * K)
-                    : static_cast<const void*>(wf.data() + i * N * K);
-        linear(x.data(), 1, K, w, nullptr, y.data(), N, pool);
-      }
-    };
-    const double s = time_median(5, pass);  // after one warm-up pass (pages touched)
-    cal.weight_read_gbps_per_core = double(copies * N * K * esz) / s / 1e9 / cal.threads;
-  }
-  PeakOptions po;
-  po.seconds = 0.1;
-  po.repeats = 3;
-  po.read_bytes = int64_t(256) << 20;
-  const PeakResult peak = measure_peak(pool, po);
-  cal.read_gbps_per_core = peak.read_gbps_nt / cal.threads;
-  cal.read_gbps_1t = peak.read_gbps_1t;
-  cal.fma_gflops_1t = peak.fma_gflops_1t;
-  return cal;
-}
 
 double host_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
@@ -206,13 +79,13 @@ int run_plan(const PlanArgs& a) {
   // Every rate given on the command line: nothing to calibrate (projections with fixed
   // constants, scripts).
   const bool given = a.gemm_gflops > 0 && a.attn_gflops > 0 && a.read_gbps > 0 && a.local_gbps > 0;
-  Calibration cal;
+  LayoutCalibration cal;
   if (!given) {
     if (!a.json) {
       std::fprintf(stderr, "calibrating this machine's kernels (a few seconds)...\n");
       std::fflush(stderr);
     }
-    cal = calibrate(c, global_pool());
+    cal = calibrate_layout_rates(c, kv_bytes, global_pool());
   }
   m.gemm_gflops_per_core = a.gemm_gflops > 0 ? a.gemm_gflops : cal.gemm_gflops_per_core;
   m.attn_gflops_per_core = a.attn_gflops > 0 ? a.attn_gflops : cal.attn_gflops_per_core;
@@ -221,6 +94,9 @@ int run_plan(const PlanArgs& a) {
   m.weight_read_gbps_per_core = a.weight_read_gbps > 0 ? a.weight_read_gbps
                                 : given                ? m.read_gbps_per_core
                                                        : cal.weight_read_gbps_per_core;
+  m.lm_head_read_gbps_per_core = a.lm_head_read_gbps > 0 ? a.lm_head_read_gbps
+                                 : given                 ? m.weight_read_gbps_per_core
+                                                         : cal.lm_head_read_gbps_per_core;
   // MPI's shared-memory transport copies through a buffer: about half of one core's
   // streaming read rate per rank.
   m.local_gbps = a.local_gbps > 0 ? a.local_gbps : cal.read_gbps_1t / 2;
@@ -250,13 +126,15 @@ int run_plan(const PlanArgs& a) {
                     {"gemm_gflops_per_core", m.gemm_gflops_per_core},
                     {"attention_gflops_per_core", m.attn_gflops_per_core},
                     {"read_gbps_per_core", m.read_gbps_per_core},
-                    {"weight_read_gbps_per_core", m.weight_read_gbps_per_core}};
+                    {"weight_read_gbps_per_core", m.weight_read_gbps_per_core},
+                    {"lm_head_read_gbps_per_core", m.lm_head_read_gbps_per_core}};
     if (given) j["calibration"] = nullptr;
     else j["calibration"] = {{"threads", cal.threads},
                         {"gemm_gflops_per_core", cal.gemm_gflops_per_core},
                         {"attention_gflops_per_core", cal.attn_gflops_per_core},
                         {"read_gbps_per_core", cal.read_gbps_per_core},
                         {"weight_read_gbps_per_core", cal.weight_read_gbps_per_core},
+                        {"lm_head_read_gbps_per_core", cal.lm_head_read_gbps_per_core},
                         {"read_gbps_1t", cal.read_gbps_1t},
                         {"fma_gflops_1t", cal.fma_gflops_1t}};
     j["layouts"] = nlohmann::json::array();
@@ -270,9 +148,10 @@ int run_plan(const PlanArgs& a) {
               (long long)m.hosts, (long long)m.cores_per_host, m.link_gbps,
               m.memory_bytes_per_host / double(int64_t(1) << 30));
   std::printf("%s per core: GEMM %.1f GFLOP/s, attention %.1f GFLOP/s, read %.1f GB/s, "
-              "decode GEMV %.1f GB/s; within a host %.1f GB/s per rank\n\n",
+              "decode layers %.1f GB/s, LM head %.1f GB/s; within a host %.1f GB/s per rank\n\n",
               given ? "given" : "calibrated", m.gemm_gflops_per_core, m.attn_gflops_per_core,
-              m.read_gbps_per_core, m.weight_read_gbps_per_core, m.local_gbps);
+              m.read_gbps_per_core, m.weight_read_gbps_per_core, m.lm_head_read_gbps_per_core,
+              m.local_gbps);
   std::printf("%-34s %8s %10s %10s %12s %12s %5s\n", "layout", "threads", "ttft_s", "itl_s",
               "kv/rank GiB", "comm/step MB", "fits");
   // The interleave changes only how evenly the KV spreads (at most one unit): a layout that
@@ -341,6 +220,10 @@ void register_plan(CLI::App& app, CommandAction* action) {
   cmd->add_option("--weight-read-gbps-per-core", a->weight_read_gbps,
                   "Override the calibrated decode GEMV rate over the weights (GB/s per core; "
                   "default with every other rate given: the read bandwidth)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--lm-head-read-gbps-per-core", a->lm_head_read_gbps,
+                  "Override the calibrated one-row LM head GEMV rate (GB/s per core; default "
+                  "with every other rate given: the decode GEMV rate)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--read-gbps-per-core", a->read_gbps, "Override the calibrated read bandwidth")
       ->check(CLI::PositiveNumber);

@@ -100,8 +100,17 @@ LayoutEstimate estimate_layout(const ModelConfig& c, const LayoutChoice& l,
   const double pairs = double(n) * double(n + 1) / 2;
   const double attn_flops = 4.0 * double(D) * pairs * double(c.num_q_heads) * double(L) /
                             double(l.tp * P);
+  // The LM head over the prompt's last row (cut over every rank, as in decode) at its GEMV's
+  // rate.
+  const double wb = double(weight_bytes_of(c));
+  const double head_bytes = double(c.vocab_size) * double(H) * wb / double(l.tp * P);
+  const double weight_gbps =
+      m.weight_read_gbps_per_core > 0 ? m.weight_read_gbps_per_core : m.read_gbps_per_core;
+  const double head_gbps =
+      m.lm_head_read_gbps_per_core > 0 ? m.lm_head_read_gbps_per_core : weight_gbps;
   e.prefill_compute_s = linear_flops / (cores_per_rank * m.gemm_gflops_per_core * 1e9) +
-                        attn_flops / (cores_per_rank * m.attn_gflops_per_core * 1e9);
+                        attn_flops / (cores_per_rank * m.attn_gflops_per_core * 1e9) +
+                        head_bytes / (cores_per_rank * head_gbps * 1e9);
   const CommModelLayout cml{l.tp, l.pcp, l.dcp, kv_bytes};
   const TrafficVolume pv = prefill_comm_bytes(c, cml, n);
   auto at = [](const TrafficVolume& v, Traffic t) { return v[size_t(t)]; };
@@ -115,7 +124,6 @@ LayoutEstimate estimate_layout(const ModelConfig& c, const LayoutChoice& l,
   e.comm_bytes_per_step = total_bytes(pv);
 
   // ---- Memory: weights of a TP shard, KV of rank 0's share (the largest).
-  const double wb = double(weight_bytes_of(c));
   const double embed = double(c.vocab_size) * double(H) * wb;
   const double lm_head = c.tie_word_embeddings ? 0.0 : embed;
   e.weight_bytes_per_rank = (double(linear_macs_per_token(c)) * wb + embed + lm_head) / double(l.tp);
@@ -129,13 +137,11 @@ LayoutEstimate estimate_layout(const ModelConfig& c, const LayoutChoice& l,
   e.fits = m.memory_bytes_per_host <= 0 || e.memory_bytes_per_host <= 0.9 * m.memory_bytes_per_host;
 
   // ---- Decode (one token after n cached).
-  // Weights (the layers' TP shard and the LM head cut over every rank) at the decode GEMV's
-  // calibrated rate, the rank's KV at the streaming read rate.
-  const double weight_bytes = double(linear_macs_per_token(c)) * wb / double(l.tp) +
-                              double(c.vocab_size) * double(H) * wb / double(l.tp * P);
-  const double weight_gbps =
-      m.weight_read_gbps_per_core > 0 ? m.weight_read_gbps_per_core : m.read_gbps_per_core;
-  e.decode_read_s = weight_bytes / (cores_per_rank * weight_gbps * 1e9) +
+  // The layers' TP shard of the weights at the decode layers' calibrated rate, the LM head
+  // (cut over every rank) at its GEMV's rate, the rank's KV at the streaming read rate.
+  const double layer_bytes = double(linear_macs_per_token(c)) * wb / double(l.tp);
+  e.decode_read_s = layer_bytes / (cores_per_rank * weight_gbps * 1e9) +
+                    head_bytes / (cores_per_rank * head_gbps * 1e9) +
                     e.kv_bytes_per_rank / (cores_per_rank * m.read_gbps_per_core * 1e9);
   const TrafficVolume dv = decode_comm_bytes(c, cml);
   if (l.dcp > 1) {

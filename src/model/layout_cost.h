@@ -5,16 +5,18 @@
 //
 // The model, per rank (docs/benchmarks.md "Layout planner" validates it):
 //   prefill  compute: linear FLOPs of the rank's tokens / (threads x gemm rate) + its share of
-//            the causal attention FLOPs / (threads x attention rate); communication: the
+//            the causal attention FLOPs / (threads x attention rate) + its cut of the LM
+//            head for the prompt's last row (as in decode); communication: the
 //            bytes of model/comm_volume.h over the link each group uses, plus a latency per
 //            collective step. No overlap (the engine's collectives block).
 //   decode   the weights a rank reads (every PCP rank runs the decode: linear / tp, LM head
-//            / (tp pcp)) and its KV shard, at the read bandwidth of its threads, plus the
-//            decode step's communication.
+//            / (tp pcp)) at the calibrated rates of the decode layers and of the LM head
+//            GEMV, its KV shard at the streaming read rate, plus the decode step's
+//            communication.
 //   ranks    world rank g on host g / ranks_per_host; a TP group must stay inside a host.
 //            More ranks than cores on a host (oversubscribed) time-share the cores.
 // Rates are per core and come from calibration runs of this binary's kernels on the
-// machine at hand (cmd_plan.cpp); a projection to other hosts assumes their cores match.
+// machine at hand (model/layout_calibration.h); a projection to other hosts assumes their cores match.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -37,6 +39,9 @@ struct MachineSpec {
   // The decode GEMV's rate over the weights, GB/s per core with every core busy (it does
   // not reach the streaming read rate); 0: read_gbps_per_core.
   double weight_read_gbps_per_core = 0;
+  // The one-row LM head GEMV's rate over the [vocab, hidden] matrix, GB/s per core; 0: the
+  // decode GEMV's rate.
+  double lm_head_read_gbps_per_core = 0;
   bool oversubscribe = false;        // allow more ranks than cores on a host
 };
 

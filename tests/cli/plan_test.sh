@@ -51,30 +51,48 @@ if (!(p(slow).ttft_s > p(fast).ttft_s)) fail('a 1 Gbit/s link is not slower than
 if (slow.layouts.some((l) => (l.tp * l.pcp) % 2 !== 0)) fail('a layout does not split over 2 hosts');
 console.log(`ok   ${one.layouts.length} layouts; recommended tp ${one.recommended.tp} x pcp ${one.recommended.pcp}`);
 JS
-# Decode: the weights at the decode GEMV's rate, the KV at the read rate. tiny (f32, 2
-# layers, tied embeddings) on one rank of 4 cores: weights (2 layers x 2,162,688 MACs + the
-# 151936 x 512 LM head) x 4 B = 328,466,432 B; KV 1000 x 2 x 2 x 2 x 32 x 4 = 1,024,000 B.
-# At 4 GB/s for weights and 8 for reads: 328466432 / 16e9 + 1024000 / 32e9 s.
+# Decode: the layers' weights at the decode GEMV's rate, the LM head at its own (by default
+# the same), the KV at the read rate. tiny (f32, 2 layers, tied embeddings) on one rank of 4
+# cores: layers 2 x 2,162,688 MACs x 4 B = 17,301,504 B, the 151936 x 512 LM head
+# 311,164,928 B (together 328,466,432 B); KV 1000 x 2 x 2 x 2 x 32 x 4 = 1,024,000 B.
+# At 4 GB/s for weights and 8 for reads: 328466432 / 16e9 + 1024000 / 32e9 s; with the LM
+# head at 2 GB/s: 17301504 / 16e9 + 311164928 / 8e9 + 1024000 / 32e9 s.
 "$CPINFER" plan --model "$TMP/tiny" --context-len 1000 --cores-per-host 4 --memory-gib 16 "${RATES[@]}" \
   --weight-read-gbps-per-core 4 --json >"$TMP/gemv.json"
+"$CPINFER" plan --model "$TMP/tiny" --context-len 1000 --cores-per-host 4 --memory-gib 16 "${RATES[@]}" \
+  --weight-read-gbps-per-core 4 --lm-head-read-gbps-per-core 2 --json >"$TMP/head.json"
 node - "$TMP" <<'JS'
 const fs = require('fs');
 const load = (n) => JSON.parse(fs.readFileSync(`${process.argv[2]}/${n}.json`, 'utf8'));
 const fail = (m) => { console.error('FAIL:', m); process.exit(1); };
 const solo = (j) => j.layouts.find((l) => l.tp === 1 && l.pcp === 1);
 const near = (a, b) => Math.abs(a - b) <= 1e-12 + 1e-9 * Math.abs(b);
-const g = load('gemv'), one = load('one');
+const g = load('gemv'), one = load('one'), h = load('head');
 if (g.machine.weight_read_gbps_per_core !== 4) fail(`weight rate ${g.machine.weight_read_gbps_per_core}`);
 if (one.machine.weight_read_gbps_per_core !== 8) fail('every other rate given: weights should read at the read rate');
 if (!near(solo(g).decode_read_s, 328466432 / 16e9 + 1024000 / 32e9)) fail(`decode_read_s ${solo(g).decode_read_s}`);
 if (!near(solo(one).decode_read_s, 328466432 / 32e9 + 1024000 / 32e9)) fail(`decode_read_s ${solo(one).decode_read_s}`);
 if (!(solo(g).itl_s > solo(one).itl_s)) fail('a slower GEMV does not slow the decode');
-console.log('ok   decode time = weights at the GEMV rate + KV at the read rate');
+if (g.machine.lm_head_read_gbps_per_core !== 4) fail(`LM head rate ${g.machine.lm_head_read_gbps_per_core} (the GEMV rate expected)`);
+if (h.machine.lm_head_read_gbps_per_core !== 2) fail(`LM head rate ${h.machine.lm_head_read_gbps_per_core}`);
+if (!near(solo(h).decode_read_s, 17301504 / 16e9 + 311164928 / 8e9 + 1024000 / 32e9)) fail(`decode_read_s with the LM head rate ${solo(h).decode_read_s}`);
+console.log('ok   decode time = layers at the GEMV rate + LM head at its rate + KV at the read rate');
 JS
 # The calibration run and the text table.
 "$CPINFER" plan --model "$TMP/tiny" --context-len 4096 >"$TMP/text.out" 2>"$TMP/text.err"
-grep -q "calibrated per core.*decode GEMV [0-9.]* GB/s" "$TMP/text.out" || { cat "$TMP/text.out"; echo "FAIL: no calibration line"; exit 1; }
+grep -q "calibrated per core.*decode layers [0-9.]* GB/s, LM head [0-9.]* GB/s" "$TMP/text.out" || { cat "$TMP/text.out"; echo "FAIL: no calibration line"; exit 1; }
 grep -q "^recommended: " "$TMP/text.out" || { cat "$TMP/text.out"; echo "FAIL: no recommendation"; exit 1; }
+# The calibration in JSON: every rate measured, positive and finite.
+"$CPINFER" plan --model "$TMP/tiny" --context-len 4096 --json >"$TMP/cal.json"
+node - "$TMP/cal.json" <<'JS'
+const j = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
+const fail = (m) => { console.error('FAIL:', m); process.exit(1); };
+for (const k of ['gemm_gflops_per_core', 'attention_gflops_per_core', 'read_gbps_per_core',
+                 'weight_read_gbps_per_core', 'lm_head_read_gbps_per_core', 'read_gbps_1t', 'fma_gflops_1t'])
+  if (!(Number.isFinite(j.calibration[k]) && j.calibration[k] > 0)) fail(`calibration.${k} = ${j.calibration[k]}`);
+if (j.machine.lm_head_read_gbps_per_core !== j.calibration.lm_head_read_gbps_per_core) fail('the LM head rate is not the calibrated one');
+console.log('ok   calibration', JSON.stringify(j.calibration));
+JS
 # Errors name the problem.
 if "$CPINFER" plan --model "$TMP/missing" --context-len 10 >/dev/null 2>"$TMP/err"; then echo "FAIL: missing model accepted"; exit 1; fi
 grep -q "missing" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: error does not name the directory"; exit 1; }

@@ -1,0 +1,35 @@
+// The per-core rates behind `cpinfer plan` (model/layout_cost.h), measured on the machine at
+// hand with short runs of the engine's own kernels on the model's real shapes (random
+// weights in the model's dtype, nothing loaded from disk):
+//   prefill layer  one decoder layer's linear work as the decoder runs it (norms, q|k|v with
+//                  RoPE in the epilogue, o, gate/up with SiLU, down) on 2048 rows: the rate
+//                  counts only the linear FLOPs, so the norms and epilogues are in it (on
+//                  this VM the rate fell ~10% from 1024 to 4096 rows; prompts are long)
+//   attention      causal flash attention of one 2048-token sequence over a paged cache in
+//                  the KV dtype, one KV head's group of q heads (the kernels prefill takes)
+//   decode layer   the same layer on one row, over copies of its weights cycled so that the
+//                  set (>= 256 MiB) is far larger than the caches, as a decode step streams
+//                  every layer once: bytes of weights per second, pool dispatches included
+//   LM head        the one-row GEMV over the [vocab, hidden] matrix (cold: it is far larger
+//                  than the caches)
+//   reads          bench peak's streaming read (the KV cache in decode)
+// Every rate is per core with every thread of `pool` busy.
+#pragma once
+#include "core/thread_pool.h"
+#include "model/model_config.h"
+
+namespace cpinfer {
+
+struct LayoutCalibration {
+  double gemm_gflops_per_core = 0, attn_gflops_per_core = 0, read_gbps_per_core = 0;
+  double weight_read_gbps_per_core = 0, lm_head_read_gbps_per_core = 0;
+  double read_gbps_1t = 0, fma_gflops_1t = 0;
+  int threads = 1;
+};
+
+// kv_bytes: 2 (bf16 cache) or 4 (f32). Takes a few seconds (more for 7B-class shapes, whose
+// layer and LM head are allocated here: about 1.5 GB for Llama-3.1-8B in bf16).
+LayoutCalibration calibrate_layout_rates(const ModelConfig& c, int64_t kv_bytes,
+                                         ThreadPool& pool);
+
+}  // namespace cpinfer
