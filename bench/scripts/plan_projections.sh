@@ -15,7 +15,7 @@ mkdir -p "$(dirname "$OUT")"
 lscpu | grep "Model name"
 cal=$("$CPINFER" plan --model bench/configs/qwen2.5-7b --context-len 4096 --json)
 rates=$(node -e 'const c=JSON.parse(process.argv[1]); const m=c.machine;
-  console.log(`--gemm-gflops-per-core ${m.gemm_gflops_per_core} --attention-gflops-per-core ${m.attention_gflops_per_core} --read-gbps-per-core ${m.read_gbps_per_core} --local-gbps ${m.local_gbps}`)' "$cal")
+  console.log(`--gemm-gflops-per-core ${m.gemm_gflops_per_core} --attention-gflops-per-core ${m.attention_gflops_per_core} --read-gbps-per-core ${m.read_gbps_per_core} --local-gbps ${m.local_gbps} --weight-read-gbps-per-core ${m.weight_read_gbps_per_core} --lm-head-read-gbps-per-core ${m.lm_head_read_gbps_per_core}`)' "$cal")
 echo "calibrated: $rates"
 for model in llama-3.1-8b qwen2.5-7b; do
   for ctx in 131072 524288 1048576; do
