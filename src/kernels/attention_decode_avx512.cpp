@@ -28,9 +28,9 @@ using vec::Z16;
 
 #include "kernels/attention_flash.inc"
 
-// Scores and weights of a KV tile live in S [n][kLanes]: lane m of token n at S[n * 8 + m].
-constexpr int64_t kLanes = 8;
-constexpr int64_t kRowsCap = kTileN + 16;
+#include "kernels/attention_decode_driver.inc"
+
+// Dot keeps a tile's scores and weights in S [n][kLanes]: lane m of token n at S[n * 8 + m].
 
 // The online softmax of flash::softmax_tile for 8 lanes, two tokens per zmm (S^T rows n and
 // n + 1 are adjacent: lanes 0-7 token n, 8-15 token n + 1): half the instructions of ymm.
@@ -450,116 +450,6 @@ struct Dot {
   }
 };
 
-// ---- the driver ---------------------------------------------------------------------------
-
-// One decode task (M <= 8 lanes per KV head) over t.num_heads KV heads with the arithmetic
-// of Math. Scratch (attention_impl::decode_scratch_floats): per head [Q (Math::q_floats) |
-// O [8][D] | m, l, lo_sum, corr [8]], then lim [8] | S [kRowsCap][8] | Pp [kRowsCap / 2][8]
-// dwords | row pointers [4][kRowsCap].
-template <class Math>
-void run_decode(const FlashTask& t) {
-  using E = typename Math::E;
-  const int64_t G = t.group, M = t.rows * G, D = t.head_dim, H = t.num_heads;
-  const int64_t per_head = Math::q_floats(D) + kLanes * D + 4 * kLanes;
-  auto Qb = [&](int64_t h) { return t.scratch + h * per_head; };
-  auto O = [&](int64_t h) { return Qb(h) + Math::q_floats(D); };
-  auto mrow = [&](int64_t h) { return O(h) + kLanes * D; };
-  auto lrow = [&](int64_t h) { return mrow(h) + kLanes; };
-  auto lo_sum = [&](int64_t h) { return mrow(h) + 2 * kLanes; };
-  auto corr = [&](int64_t h) { return mrow(h) + 3 * kLanes; };
-  float* lim = t.scratch + H * per_head;
-  float* S = lim + kLanes;
-  uint32_t* Pp = reinterpret_cast<uint32_t*>(S + kRowsCap * kLanes);
-  const E** rows_buf = reinterpret_cast<const E**>(Pp + kRowsCap / 2 * kLanes);
-  const E** krows[2] = {rows_buf, rows_buf + kRowsCap};
-  const E** vrows[2] = {rows_buf + 2 * kRowsCap, rows_buf + 3 * kRowsCap};
-  // Row pointers point at head 0 of the task; head h is + h * D.
-  const E* kb = static_cast<const E*>(t.k) + t.head_off;
-  const E* vb = static_cast<const E*>(t.v) + t.head_off;
-  flash::SlotWalk walk(t, t.kv0);
-  auto fill_rows = [&](int64_t n, const E** kr, const E** vr) {
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t slot = walk.next();
-      kr[i] = kb + slot * t.k_row;
-      vr[i] = vb + slot * t.v_row;
-    }
-  };
-  for (int64_t h = 0; h < H; ++h) {
-    Math::prep_q(t, h, Qb(h));
-    for (int64_t m = 0; m < kLanes; ++m) {
-      mrow(h)[m] = -INFINITY;
-      lrow(h)[m] = lo_sum(h)[m] = 0.f;
-    }
-  }
-  for (int64_t m = 0; m < kLanes; ++m) lim[m] = m < M ? float(m / G + t.diag) : 3e38f;
-  bool first = true;
-  int cur = 0;
-  const int64_t row_bytes = H * D * int64_t(sizeof(E));  // the task's heads, contiguous
-  fill_rows(std::min(kTileN, t.kv1 - t.kv0), krows[0], vrows[0]);
-  for (int64_t j0 = t.kv0; j0 < t.kv1; j0 += kTileN) {
-    const int64_t nv = std::min(kTileN, t.kv1 - j0);
-    const int64_t rows_k = round_up(nv, Math::kRowQuantum);
-    const int64_t n_next = std::min(kTileN, t.kv1 - j0 - nv);
-    const E** kr = krows[cur];
-    const E** vr = vrows[cur];
-    fill_rows(n_next, krows[cur ^ 1], vrows[cur ^ 1]);
-    // Whole QK blocks and V pairs: the extra rows repeat the last one; their scores are
-    // ignored and their weights are 0.
-    for (int64_t n = nv; n < rows_k; ++n) kr[n] = kr[nv - 1];
-    for (int64_t n = nv; n < round_up(nv, 2); ++n) vr[n] = vr[nv - 1];
-    // Prefetch the next tile's V during the QK phases, its K during the PV phases (a tile
-    // ahead: the first tile's rows come from the caches' own prefetchers).
-    flash::LineCursor pf_v(reinterpret_cast<const void* const*>(vrows[cur ^ 1]), n_next,
-                           row_bytes, H * Math::qk_steps(rows_k, D));
-    flash::LineCursor pf_k(reinterpret_cast<const void* const*>(krows[cur ^ 1]), n_next,
-                           row_bytes, H * Math::pv_steps(nv, D));
-    const bool masked = t.causal && j0 + nv - 1 > t.diag;
-    for (int64_t h = 0; h < H; ++h) {
-      Math::qk(rows_k, D, kr, h * D, Qb(h), S, pf_v);
-      Math::softmax(S, nv, masked, j0, lim, mrow(h), lrow(h), corr(h));
-      flash::Acc mode = flash::Acc::Zero;
-      if (!first) {
-        mode = flash::Acc::Add;
-        for (int64_t m = 0; m < M; ++m)
-          if (corr(h)[m] != 1.f) { mode = flash::Acc::ScaleAdd; break; }
-      }
-      Math::pv(nv, D, S, Pp, vr, h * D, O(h), mode, corr(h), lo_sum(h), pf_k);
-    }
-    first = false;
-    cur ^= 1;
-  }
-  // O / (the weights' sum: rounded ones for Dot) and LSE = m + log2(l) (the exact sum).
-  for (int64_t h = 0; h < H; ++h)
-    for (int64_t m = 0; m < M; ++m) {
-      float* dst = t.o + (m / G) * t.ldo + (h * G + m % G) * D;
-      float& lse = t.lse[(m / G) * t.ld_lse + h * G + m % G];
-      const float l = lrow(h)[m], lo = Math::kRoundedWeights ? lo_sum(h)[m] : l;
-      if (l > 0.f && lo > 0.f) {
-        const float inv = 1.f / lo;
-        const float* src = O(h) + m * D;
-        for (int64_t p = 0; p < D; ++p) dst[Math::d_of(p)] = src[p] * inv;
-        lse = mrow(h)[m] + std::log2(l);
-      } else {
-        for (int64_t d = 0; d < D; ++d) dst[d] = 0.f;
-        lse = -INFINITY;
-      }
-    }
-}
-
-template <class Kv>
-void run_wide(const FlashTask& t, int64_t M) {
-  switch (M) {
-    case 1: run_decode<Wide<Kv, 1>>(t); break;
-    case 2: run_decode<Wide<Kv, 2>>(t); break;
-    case 3: run_decode<Wide<Kv, 3>>(t); break;
-    case 4: run_decode<Wide<Kv, 4>>(t); break;
-    case 5: run_decode<Wide<Kv, 5>>(t); break;
-    case 6: run_decode<Wide<Kv, 6>>(t); break;
-    case 7: run_decode<Wide<Kv, 7>>(t); break;
-    default: run_decode<Wide<Kv, 8>>(t); break;
-  }
-}
-
 bool cpu_has_bf16() {
   static const bool has = __builtin_cpu_supports("avx512bf16");
   return has;
@@ -572,11 +462,11 @@ bool decode_task(const FlashTask& t) {
   if (M < 1 || M > kLanes || t.head_dim % 32 != 0) return false;
   if (t.kv_dtype == DType::BF16) {
     if (t.bf16_dot && cpu_has_bf16()) run_decode<Dot>(t);
-    else run_wide<KvBf16>(t, M);
+    else run_lanes<Wide, KvBf16>(t, M);
     return true;
   }
   if (t.kv_dtype == DType::F32) {
-    run_wide<KvF32>(t, M);
+    run_lanes<Wide, KvF32>(t, M);
     return true;
   }
   return false;

@@ -344,14 +344,16 @@ TEST(Attention, Bf16) {
   }
 }
 
-// The decode kernels (at most 8 lanes per KV head, head_dim a multiple of 32) for every lane
-// count 1-8 (one row of a group of 1-8 q heads, or 2-4 causal rows of a smaller group), f32
-// and bf16 caches, tile tails (5, 7, 129, 300 tokens; 128 per tile), head_dim 32 to 128.
+// The decode kernels (at most 8 lanes per KV head; head_dim a multiple of 32 on AVX-512, of 16
+// on AVX2) for every lane count 1-8 (one row of a group of 1-8 q heads, or 2-4 causal rows of a
+// smaller group), f32 and bf16 caches, tile tails (5, 7, 129, 300 tokens; 128 per tile),
+// head_dim 16 to 128 (16 and 48: an odd number of AVX2's 16-value chunks, the flash kernel on
+// AVX-512).
 TEST(Attention, DecodeLanes) {
   const struct { int64_t rows, group; } lanes[] = {{1, 1}, {1, 2}, {3, 1}, {1, 4}, {5, 1},
                                                     {3, 2}, {1, 7}, {1, 8}, {2, 4}, {4, 2}};
   for (const auto& ln : lanes)
-    for (int64_t d : {32, 64, 96, 128})
+    for (int64_t d : {16, 32, 48, 64, 96, 128})
       for (DType dt : {DType::F32, DType::BF16}) {
         Data x = make_data({ln.rows, ln.rows, ln.rows, ln.rows}, {5, 7, 129, 300},
                            2 * ln.group, 2, d, 16, true, dt, 16,
