@@ -31,7 +31,6 @@ using vec::Z16;
 #include "kernels/attention_decode_driver.inc"
 
 // Dot keeps a tile's scores and weights in S [n][kLanes]: lane m of token n at S[n * 8 + m].
-
 // The online softmax of flash::softmax_tile for 8 lanes, two tokens per zmm (S^T rows n and
 // n + 1 are adjacent: lanes 0-7 token n, 8-15 token n + 1): half the instructions of ymm.
 // A lone last token gets -inf in its upper half (so P = 0 there; S row nv is scratch).
