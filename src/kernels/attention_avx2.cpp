@@ -1,4 +1,6 @@
-// AVX2 attention kernels: the flash core (attention_flash.inc) with ymm vectors everywhere
+// AVX2 attention kernels: decode-shaped tasks go to attention_decode_avx2.cpp, tasks of more
+// than 8 lanes with head_dim a multiple of 8 to attention_prefill_avx2.cpp; the rest run the
+// flash core (attention_flash.inc) with ymm vectors everywhere
 // (16 registers: 12-accumulator tiles); exp2 by round + polynomial + exponent bits. Plus the
 // straightforward kernel (attention_reference.inc).
 #include <immintrin.h>
@@ -23,7 +25,8 @@ using vec::Y8;
 }  // namespace
 
 void flash_task(const FlashTask& t) {
-  if (decode_task(t)) return;  // attention_decode_avx2.cpp
+  if (decode_task(t)) return;   // attention_decode_avx2.cpp
+  if (prefill_task(t)) return;  // attention_prefill_avx2.cpp
   flash::per_head(t, [](const FlashTask& u) {
     switch (u.head_dim) {
       case 64: flash::run_task<Y8, Y8, 64>(u); break;

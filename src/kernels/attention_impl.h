@@ -117,6 +117,9 @@ namespace avx2 {
 // Decode-shaped tasks (rows * group <= 8, head_dim a multiple of 16, f32 or bf16 cache):
 // runs the task and returns true, or returns false (attention_decode_avx2.cpp).
 bool decode_task(const FlashTask& t);
+// Tasks of more than 8 lanes with head_dim a multiple of 8 (f32 or bf16 cache): runs the task
+// and returns true, or returns false (attention_prefill_avx2.cpp).
+bool prefill_task(const FlashTask& t);
 }  // namespace avx2
 
 }  // namespace cpinfer::attention_impl

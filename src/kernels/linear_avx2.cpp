@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "core/dtype.h"
+#include "kernels/avx2_transpose.h"
 #include "kernels/linear_driver.h"
 #include "kernels/linear_impl.h"
 
@@ -180,24 +181,7 @@ void gemv(const float* x, int64_t M, int64_t ldx, const WeightView& w, const flo
 
 // ---- gemm --------------------------------------------------------------------------
 
-// In-place transpose of an 8 x 8 f32 block.
-inline void transpose8(__m256 r[8]) {
-  __m256 t[8], s[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int g = 0; g < 2; ++g) {
-    s[4 * g] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-    s[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
-    s[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-    s[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
-  }
-  for (int c = 0; c < 4; ++c) {
-    r[c] = _mm256_permute2f128_ps(s[c], s[4 + c], 0x20);
-    r[4 + c] = _mm256_permute2f128_ps(s[c], s[4 + c], 0x31);
-  }
-}
+using avx2_util::transpose8;
 
 struct Avx2Gemm {
   static constexpr int kMr = 6;
