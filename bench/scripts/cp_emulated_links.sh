@@ -82,7 +82,8 @@ done
 # Medians over the rounds and the speed-up of each over the median pcp 1 run.
 node -e '
   const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
-  const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[(s.length - 1) >> 1]; };
+  const med = (a) => { const s = [...a].sort((x, y) => x - y), m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };  // even count: the middle two's mean
   const groups = new Map();
   for (const r of rows) {
     const k = r.tag + (r.link_gbps ? ` at ${r.link_gbps} Gbit/s` : "");

@@ -54,11 +54,16 @@ for r in $(seq 1 "$REPS"); do
 done
 node -e '
   const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
-  const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[(s.length - 1) >> 1]; };
+  // True median: the mean of the two middle values of an even count.
+  const med = (a) => { const s = [...a].sort((x, y) => x - y), m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
   for (const kv of [...new Set(rows.map((r) => r.kv_cache_dtype))]) {
     const one = rows.filter((r) => r.kv_cache_dtype === kv && r.world_size === 1).map((r) => r.ttft_s);
     const pcp = rows.filter((r) => r.kv_cache_dtype === kv && r.world_size === 2).map((r) => r.ttft_s);
+    // Runs come in pairs (one rank, then pcp 2) within a round: their ratios, round by round.
+    const ratios = one.map((x, i) => x / pcp[i]).filter((x) => Number.isFinite(x));
     console.log(`${kv} KV: one rank ${med(one).toFixed(2)} s [${one.map((x) => x.toFixed(2))}], ` +
       `pcp 2 ${med(pcp).toFixed(2)} s [${pcp.map((x) => x.toFixed(2))}]: pcp 2 speed / one rank ` +
-      `${(med(one) / med(pcp)).toFixed(3)}`);
+      `${(med(one) / med(pcp)).toFixed(3)} at the medians, per round ` +
+      `[${ratios.map((x) => x.toFixed(3))}] (median ${med(ratios).toFixed(3)})`);
   }' "$OUT"

@@ -71,7 +71,8 @@ done
 node - "$OUT" <<'JS' | tee -a "$OUT"
 const fs = require('fs');
 const rows = fs.readFileSync(process.argv[2], 'utf8').trim().split('\n').map(JSON.parse);
-const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[(s.length - 1) >> 1]; };
+const med = (a) => { const s = [...a].sort((x, y) => x - y), m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };  // even count: the middle two's mean
 const groups = new Map();
 for (const r of rows) {
   const k = [r.input_len, r.tp, r.pcp, r.dcp, r.threads_per_rank].join(',');
