@@ -27,13 +27,9 @@ using vec::Y8;
 void flash_task(const FlashTask& t) {
   if (decode_task(t)) return;   // attention_decode_avx2.cpp
   if (prefill_task(t)) return;  // attention_prefill_avx2.cpp
-  flash::per_head(t, [](const FlashTask& u) {
-    switch (u.head_dim) {
-      case 64: flash::run_task<Y8, Y8, 64>(u); break;
-      case 128: flash::run_task<Y8, Y8, 128>(u); break;
-      default: flash::run_task<Y8, Y8, 0>(u); break;
-    }
-  });
+  // What is left: tasks of <= 8 lanes with head_dim not a multiple of 16, or of more lanes with
+  // head_dim not a multiple of 8 (head_dim 64 and 128 never get here).
+  flash::per_head(t, [](const FlashTask& u) { flash::run_task<Y8, Y8, 0>(u); });
 }
 
 void exp2_n(const float* x, int64_t n, float* y) {
