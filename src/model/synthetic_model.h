@@ -31,6 +31,11 @@ struct MakeModelOptions {
   // A config.json rope_scaling object (JSON text, "null" for none) replacing the preset's,
   // validated as config.json's is; "" keeps the preset's.
   std::string rope_scaling_json;
+  // The model's vocab_size instead of the preset's (-1: the preset's). Below the tokenizer's
+  // ids, the tokenizer is cut to match (model/tokenizer_cut.h) and the config's bos / eos
+  // ids follow its special tokens: a small vocabulary for tests whose cost would otherwise
+  // be the LM head of a real one.
+  int64_t vocab_size = -1;
 };
 
 // qwen2.5-0.5b, qwen2.5-3b, qwen2.5-7b-yarn, qwen3-0.6b, llama-3.2-1b, tiny.
@@ -40,10 +45,11 @@ ModelConfig preset_config(const std::string& preset);  // throws on an unknown p
 // tokenizer_config.json, model.safetensors}, or with format "gguf" OUT_DIR/model.gguf
 // (and removes those Hugging Face files, which would take precedence over it); creates
 // OUT_DIR (and parents) and overwrites a model already there; refuses an OUT_DIR that is
-// a file.
-void make_model(const MakeModelOptions& opts);
+// a file. Returns the config it wrote.
+ModelConfig make_model(const MakeModelOptions& opts);
 
-// The config make_model writes: preset_config with opts.num_layers / opts.dtype applied.
+// The config make_model writes, but for the special-token ids a --vocab-size cut renumbers:
+// preset_config with opts.num_layers / dtype / rope_scaling_json / vocab_size applied.
 ModelConfig make_model_config(const MakeModelOptions& opts);
 
 // One synthetic tensor: its HF name, shape, and the mean / std of its random values.

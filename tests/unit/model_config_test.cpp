@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "model/synthetic_model.h"
+#include "support/expect_error.h"
 
 namespace cpinfer {
 namespace {
@@ -136,17 +137,8 @@ json qwen_with(const std::string& key, const json& value) {
 }
 json qwen_without(const std::string& key) { return qwen_with(key, json(json::value_t::discarded)); }
 
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
-    return;
-  }
-  ADD_FAILURE() << "no Error thrown; expected one mentioning " << parts.front();
-}
+using testing::expect_error;
+
 void expect_config_error(const json& j, std::vector<std::string> parts) {
   parts.push_back("test/config.json");
   expect_error([&] { parse_json(j); }, parts);

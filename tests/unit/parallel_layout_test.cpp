@@ -10,22 +10,12 @@
 
 #include "core/error.h"
 #include "dist/parallel_layout.h"
+#include "support/expect_error.h"
 
 namespace cpinfer {
 namespace {
 
-// Runs fn, expects an Error whose message contains every fragment.
-template <typename F>
-void expect_error(F&& fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing '" << fragments.at(0) << "'";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& f : fragments)
-      EXPECT_NE(msg.find(f), std::string::npos) << "message: " << msg << "\nmissing: " << f;
-  }
-}
+using testing::expect_error;
 
 LayoutSpec spec_of(int tp, int pcp, int dcp, int interleave = 1, int page = 16) {
   LayoutSpec s;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "support/expect_error.h"
 
 namespace cpinfer {
 namespace {
@@ -23,18 +24,7 @@ namespace fs = std::filesystem;
 
 using TempDir = testing::TempDir;
 
-// Runs fn, expects an Error whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
-    return;
-  }
-  ADD_FAILURE() << "no Error thrown; expected one mentioning " << parts.front();
-}
+using testing::expect_error;
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
