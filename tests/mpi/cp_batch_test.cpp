@@ -56,7 +56,8 @@ StepPlan release_plan(const std::vector<int64_t>& ids) {
 std::vector<int32_t> prompt(int64_t n, uint32_t seed) {
   std::vector<int32_t> v;
   uint32_t x = seed * 2654435761u + 1;
-  for (int64_t i = 0; i < n; ++i) v.push_back(int32_t((x = x * 1664525u + 1013904223u) % 151000u));
+  for (int64_t i = 0; i < n; ++i)
+    v.push_back(int32_t((x = x * 1664525u + 1013904223u) % testing::kMpiTestPromptIds));
   return v;
 }
 
@@ -91,7 +92,9 @@ struct Checker {
 };
 
 // Token k generated for sequence `seq` (teacher-forced: the same on both sides).
-int32_t forced_token(int64_t seq, int64_t k) { return int32_t((seq * 7919 + k * 104729) % 151000); }
+int32_t forced_token(int64_t seq, int64_t k) {
+  return int32_t((seq * 7919 + k * 104729) % testing::kMpiTestPromptIds);
+}
 
 // Logits of one sequence run alone on `base` from a fresh id: the whole prompt in one step,
 // then `decodes` forced tokens one per step. Returns, per position of the last token of

@@ -44,7 +44,8 @@ namespace {
 std::vector<int32_t> ids(int64_t n, uint32_t seed) {
   std::vector<int32_t> v;
   uint32_t x = seed * 2654435761u + 7;
-  for (int64_t i = 0; i < n; ++i) v.push_back(int32_t((x = x * 1664525u + 1013904223u) % 151000u));
+  for (int64_t i = 0; i < n; ++i)
+    v.push_back(int32_t((x = x * 1664525u + 1013904223u) % testing::kMpiTestPromptIds));
   return v;
 }
 std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t>& b) {

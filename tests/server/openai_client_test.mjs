@@ -26,7 +26,8 @@ const expectError = async (status, what, fn) => {
 };
 
 // A fixed prompt as token ids (exact lengths) and one as text.
-const ids = (n, salt) => Array.from({ length: n }, (_, i) => 1000 + ((i * 7919 + salt * 104729) % 30000));
+// (Regular ids of the test model's 4099-id vocabulary, under its special tokens.)
+const ids = (n, salt) => Array.from({ length: n }, (_, i) => 100 + ((i * 7919 + salt * 104729) % 3900));
 const greedy = { temperature: 0, max_tokens: 24, ignore_eos: true };
 // The server's /tokenize of a text (no special tokens): its token ids.
 const tokenize = async (prompt) => (await (await fetch(`${baseURL}/tokenize`, {
@@ -135,11 +136,11 @@ const tokenize = async (prompt) => (await (await fetch(`${baseURL}/tokenize`, {
   // ranks: their answers join the ones compared between layouts, alone and four at once.
   answers.plain_greedy = base;
   answers.plain_greedy_concurrent = await Promise.all([3, 40, 77, 150].map((n, i) => text({}, ids(n, 300 + i))));
-  // logit_bias +100 on one id forces it under greedy: the id of " hello", 24 times.
-  const hello = await tokenize(' hello');
-  check(hello?.length === 1, `" hello" is one token: ${JSON.stringify(hello)}`);
-  const forced = await text({ logit_bias: { [String(hello[0])]: 100 } });
-  check(forced === ' hello'.repeat(24), `logit_bias +100 forces the token: ${JSON.stringify(forced.slice(0, 60))}`);
+  // logit_bias +100 on one id forces it under greedy: the id of " the", 24 times.
+  const theId = await tokenize(' the');
+  check(theId?.length === 1, `" the" is one token: ${JSON.stringify(theId)}`);
+  const forced = await text({ logit_bias: { [String(theId[0])]: 100 } });
+  check(forced === ' the'.repeat(24), `logit_bias +100 forces the token: ${JSON.stringify(forced.slice(0, 60))}`);
   // -100 on every id greedy chose removes them all: the answer changes.
   const baseIds = await tokenize(base);
   const banned = await text({ logit_bias: Object.fromEntries(baseIds.map((t) => [String(t), -100])) });
@@ -156,8 +157,8 @@ const tokenize = async (prompt) => (await (await fetch(`${baseURL}/tokenize`, {
   check(await text({ temperature: 1.5, seed: 4, min_p: 1 }) === base, 'min_p 1 samples the greedy answer');
   // Chat takes them too.
   const c = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hi' }], ...plain, max_tokens: 4,
-    presence_penalty: 0.5, frequency_penalty: 0.5, min_p: 0.1, logit_bias: { [String(hello[0])]: 100 } });
-  check(c.choices[0].message.content === ' hello'.repeat(4), `chat logit_bias: ${JSON.stringify(c.choices[0].message.content)}`);
+    presence_penalty: 0.5, frequency_penalty: 0.5, min_p: 0.1, logit_bias: { [String(theId[0])]: 100 } });
+  check(c.choices[0].message.content === ' the'.repeat(4), `chat logit_bias: ${JSON.stringify(c.choices[0].message.content)}`);
 }
 // ---- generation_config.json defaults (the model's: temperature 0.7, top_p 0.8, top_k 20,
 // repetition_penalty 1.1): under --generation-config auto a request that omits them samples
@@ -246,7 +247,7 @@ const tokenize = async (prompt) => (await (await fetch(`${baseURL}/tokenize`, {
 await expectError(404, 'unknown model', () => client.completions.create({ model: 'no-such-model', prompt: 'x', max_tokens: 1 }));
 await expectError(400, 'max_tokens 0', () => client.completions.create({ model, prompt: 'x', max_tokens: 0 }));
 await expectError(400, 'max_tokens over the context', () => client.completions.create({ model, prompt: 'x', max_tokens: 10_000_000 }));
-await expectError(400, 'prompt longer than max model len', () => client.completions.create({ model, prompt: ids(5000, 3), max_tokens: 1 }));
+await expectError(400, 'prompt longer than max model len', () => client.completions.create({ model, prompt: ids(9000, 3), max_tokens: 1 }));
 await expectError(400, 'negative temperature', () => client.completions.create({ model, prompt: 'x', temperature: -0.5 }));
 await expectError(400, 'top_p 0', () => client.completions.create({ model, prompt: 'x', top_p: 0 }));
 await expectError(400, 'messages not an array', () => client.chat.completions.create({ model, messages: 'hello' }));

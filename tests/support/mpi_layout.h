@@ -1,6 +1,7 @@
 // The start of every tests/mpi program that runs a model under a layout: the layout from
 // its flags (--tp N --pcp M --dcp K --interleave I --block-size B), the `tiny` test model
-// (2 layers, f32) and this rank's ParallelLayout with the communicator split by it.
+// (2 layers, f32, its vocabulary cut to kMpiTestVocab ids) and this rank's ParallelLayout
+// with the communicator split by it.
 #pragma once
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +30,12 @@ inline LayoutSpec layout_from_flags(int argc, char** argv) {
   return spec;
 }
 
+// The tests compare layouts with one rank on the same model, which any vocabulary does; the
+// real 151936 ids would make every step mostly LM head. Prime: TP splits it unevenly.
+constexpr int64_t kMpiTestVocab = 4099;
+// Prompt ids stay below the cut's special tokens (the top 26 ids for Qwen's tokenizer).
+constexpr uint32_t kMpiTestPromptIds = uint32_t(kMpiTestVocab - 256);
+
 struct MpiModel {
   std::string dir;
   ModelConfig config;
@@ -37,7 +44,7 @@ struct MpiModel {
 
 // Collective: every rank calls it.
 inline MpiModel mpi_tiny_model(const LayoutSpec& spec, Comm& comm) {
-  const std::string dir = test_model("tiny", 2, DType::F32, 5);
+  const std::string dir = test_model("tiny", 2, DType::F32, 5, kMpiTestVocab);
   ModelConfig cfg = load_model_config(dir);
   MpiModel m{dir, cfg, ParallelLayout(spec, cfg.num_q_heads, cfg.num_kv_heads, comm.rank())};
   comm.set_layout(m.layout);

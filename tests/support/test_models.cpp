@@ -45,14 +45,17 @@ std::string cached_model(const std::string& name, MakeModelOptions o) {
 
 }  // namespace
 
-std::string test_model(const std::string& preset, int num_layers, DType dtype, uint64_t seed) {
+std::string test_model(const std::string& preset, int num_layers, DType dtype, uint64_t seed,
+                       int64_t vocab_size) {
   MakeModelOptions o;
   o.preset = preset;
   o.num_layers = num_layers;
   o.dtype = dtype;
   o.seed = seed;
-  return cached_model(fmt::format("{}-L{}-{}-s{}", preset, num_layers, dtype_name(dtype), seed),
-                      o);
+  o.vocab_size = vocab_size;
+  const std::string vocab = vocab_size == -1 ? "" : fmt::format("-v{}", vocab_size);
+  return cached_model(
+      fmt::format("{}-L{}-{}-s{}{}", preset, num_layers, dtype_name(dtype), seed, vocab), o);
 }
 
 std::string test_model_config(const std::string& name, const ModelConfig& config, DType dtype,

