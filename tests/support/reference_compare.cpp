@@ -13,9 +13,9 @@
 
 namespace cpinfer::testing {
 
-std::vector<int32_t> random_prompt(int64_t n, uint64_t seed) {
+std::vector<int32_t> random_prompt(int64_t n, uint64_t seed, int32_t max_id) {
   std::mt19937_64 g(seed);
-  std::uniform_int_distribution<int32_t> d(0, 151642);  // ordinary (non-special) ids
+  std::uniform_int_distribution<int32_t> d(0, max_id);
   std::vector<int32_t> v(static_cast<size_t>(n));
   for (auto& t : v) t = d(g);
   return v;

@@ -6,8 +6,9 @@
 
 namespace cpinfer::testing {
 
-// n ordinary (non-special) Qwen token ids, from a seeded generator.
-std::vector<int32_t> random_prompt(int64_t n, uint64_t seed);
+// n ordinary (non-special) Qwen token ids, from a seeded generator: ids in [0, max_id]
+// (151642: the real vocabulary's last ordinary id).
+std::vector<int32_t> random_prompt(int64_t n, uint64_t seed, int32_t max_id = 151642);
 
 // Max |engine - reference| over rows x V logits; also expects the reference logits to be
 // spread (std > 0.5): a model whose logits are all alike would make the comparison weak.
