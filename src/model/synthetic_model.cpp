@@ -334,8 +334,9 @@ ModelConfig make_model(const MakeModelOptions& opts) {
     if (c.bos_token_id) c.bos_token_id = renumber(*c.bos_token_id, "bos");
     for (int32_t& e : c.eos_token_ids) e = renumber(e, "eos");
   }
-  CPI_CHECK(tokenizer_num_ids(tok, tok_path) <= c.vocab_size, "tokenizer '{}' has ids up to "
-            "{}, past the model's vocab_size {}", tok_path, tok_ids - 1, c.vocab_size);
+  const int64_t written_ids = tokenizer_num_ids(tok, tok_path);  // after any cut
+  CPI_CHECK(written_ids <= c.vocab_size, "tokenizer '{}' has ids up to {}, past the model's "
+            "vocab_size {}", tok_path, written_ids - 1, c.vocab_size);
 
   const fs::path dir(opts.out_dir);
   CPI_CHECK(!fs::exists(dir) || fs::is_directory(dir), "output path '{}' exists and is not a "
