@@ -193,6 +193,13 @@ TEST(TokenizerCut, MakeModelRenumbersBosAndEos) {
   EXPECT_FALSE(std::filesystem::exists(o.out_dir));
   o.vocab_size = 0;
   expect_error([&] { make_model(o); }, {"--vocab-size must be in [1, 2^31], found 0"});
+  // A config of the caller's whose vocabulary is smaller than the tokenizer, without
+  // --vocab-size: refused, nothing cut silently.
+  o.vocab_size = -1;
+  o.config->vocab_size = 1000;
+  expect_error([&] { make_model(o); },
+               {"has ids up to 151668", "past the model's vocab_size 1000"});
+  EXPECT_FALSE(std::filesystem::exists(o.out_dir));
 }
 
 }  // namespace
