@@ -20,12 +20,7 @@ namespace fs = std::filesystem;
 constexpr double kTol = 1e-4;  // engine logits within 1e-4 of float64 (f32 weights)
 
 ModelConfig small_qwen2() {
-  ModelConfig c = preset_config("tiny");
-  c.hidden_size = 128;
-  c.intermediate_size = 256;
-  c.num_layers = 2;
-  c.num_q_heads = 4;
-  c.num_kv_heads = 2;
+  ModelConfig c = testing::small_config("tiny");
   c.head_dim = 64;
   c.rope_theta = 10000.0;
   return c;
