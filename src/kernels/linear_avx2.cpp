@@ -3,11 +3,13 @@
 //          (bf16: zero-extend + shift left 16; f16: vcvtph2ps), K tail through a zero-padded
 //          copy (AVX2 has no masked 16-bit loads).
 //   skinny: decode batches; 3 x-row x 3 W-row register tiles over K, W widened in registers
-//          once per tile and read unpacked.
+//          once per tile and read unpacked; over bf16 W the pair tiles (x permuted to match
+//          W's even/odd halves, one load and one integer op per 8 weights).
 //   gemm:  6 x 16 register tile (12 ymm accumulators) over a packed f32 W panel; the panel
 //          is packed with 8 x 8 in-register transposes.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -327,8 +329,118 @@ struct Skinny {
   }
 };
 
+// ---- skinny over bf16 weights: pairs split in place --------------------------------------
+//
+// A 32-bit lane of bf16 W holds two neighbours: element k0 + 2i in its low 16 bits and
+// k0 + 2i + 1 in its high 16 bits (lane i of a 16-element, 256-bit load at k0). Shifted left
+// by 16 the lane is element k0 + 2i as f32; with its low 16 bits cleared it is element
+// k0 + 2i + 1. So one load and one integer op per 8 weights where the plain tile pays a
+// 128-bit load, a zero-extension shuffle and a shift (the shuffles and shifts compete with
+// the FMAs for issue slots). x is permuted to match, once per call:
+//   xp[k0 + i] = x[k0 + 2i], xp[k0 + 8 + i] = x[k0 + 2i + 1]   for i < 8, every k0 = 16 b;
+//   xp[k] = x[k] for the K % 16 tail (read by the plain 8-wide steps).
+// Example, K 20: xp = x0 x2 x4 .. x14 x1 x3 .. x15 x16 x17 x18 x19.
+inline void permute_pairs(const float* x, int64_t M, int64_t ldx, int64_t K, float* xp) {
+  const int64_t K16 = K / 16 * 16;
+  for (int64_t m = 0; m < M; ++m) {
+    const float* s = x + m * ldx;
+    float* d = xp + m * K;
+    for (int64_t k = 0; k < K16; k += 16) {
+      const __m256 a = _mm256_loadu_ps(s + k), b = _mm256_loadu_ps(s + k + 8);
+      // Per 128-bit half: even (odd) elements of a then of b; the 64-bit quarters
+      // (a0 a2 | b0 b2 | a4 a6 | b4 b6) are reordered to (a0 a2 | a4 a6 | b0 b2 | b4 b6).
+      const __m256 ev = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+      const __m256 od = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+      const auto quarters = [](__m256 v) {
+        return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
+      };
+      _mm256_storeu_ps(d + k, quarters(ev));
+      _mm256_storeu_ps(d + k + 8, quarters(od));
+    }
+    std::memcpy(d + K16, s + K16, size_t(K - K16) * sizeof(float));
+  }
+}
+
+// Skinny tiles over bf16 W in pairs: 3 x rows x 3 W rows per tile (9 accumulators), the
+// driver and contract of Skinny, with x permuted by permute_pairs (ldx = K).
+struct SkinnyBf16Pairs {
+  static constexpr int kSm = 3;  // x rows per tile
+  static constexpr int kSn = 3;  // W rows per tile
+
+  template <DType DT, int MM>
+  static void tile(const float* x, int64_t ldx, const char* const rows[kSn], int64_t K,
+                   const float bias[kSn], float* y, int64_t ldy, int nv, const char* pf,
+                   int64_t pf_bytes) {
+    static_assert(DT == DType::BF16);
+    const uint16_t* w[kSn];
+    for (int j = 0; j < kSn; ++j) w[j] = reinterpret_cast<const uint16_t*>(rows[j]);
+    __m256 acc[MM][kSn];
+#pragma GCC unroll 3
+    for (int m = 0; m < MM; ++m)
+#pragma GCC unroll 3
+      for (int j = 0; j < kSn; ++j) acc[m][j] = _mm256_setzero_ps();
+    const __m256i high = _mm256_set1_epi32(int32_t(0xFFFF0000u));
+    // The next rows' prefetch, two lines a step while any are left: a tile's share of the
+    // rows' kSn * K / 32 lines never exceeds 2 per 16-element step (kSn <= 4); what is left
+    // (rows with padding between them) goes after the loop. (A plain pointer compare: the general SpreadPrefetch's per-step
+    // arithmetic cost this loop 7-15% when it ran here.)
+    static_assert(kSn <= 4);
+    const char* pf_next = pf;
+    const char* const pf_end = pf ? pf + pf_bytes : nullptr;
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16) {
+      if (pf_next < pf_end) {
+        _mm_prefetch(pf_next, _MM_HINT_T0);
+        _mm_prefetch(pf_next + 64, _MM_HINT_T0);
+        pf_next += 128;
+      }
+      // W row by W row: its 16 elements loaded once and split into the even and the odd
+      // half; x comes from L1 as the FMAs' memory operand. 9 accumulators + 4 registers
+      // (keeping x in registers across the W rows ran out of AVX2's 16 and spilled).
+#pragma GCC unroll 3
+      for (int j = 0; j < kSn; ++j) {
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[j] + k));
+        const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));  // elements k + 2i
+        const __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(raw, high));  // k + 2i + 1
+#pragma GCC unroll 3
+        for (int m = 0; m < MM; ++m) {
+          acc[m][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + k), we, acc[m][j]);
+          acc[m][j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + m * ldx + k + 8), wo, acc[m][j]);
+        }
+      }
+    }
+    // The K % 16 tail, unpermuted in x: 8 wide, then masked.
+    for (; k < K; k += 8) {
+      const int64_t n = std::min<int64_t>(8, K - k);
+      const __m256i mask = tail_mask(n);
+      __m256 wv[kSn];
+#pragma GCC unroll 3
+      for (int j = 0; j < kSn; ++j)
+        wv[j] = n == 8 ? Load<DT>::full(w[j] + k) : Load<DT>::partial(w[j] + k, n);
+#pragma GCC unroll 3
+      for (int m = 0; m < MM; ++m) {
+        const __m256 xv = _mm256_maskload_ps(x + m * ldx + k, mask);
+#pragma GCC unroll 3
+        for (int j = 0; j < kSn; ++j) acc[m][j] = _mm256_fmadd_ps(xv, wv[j], acc[m][j]);
+      }
+    }
+    for (; pf_next < pf_end; pf_next += 64) _mm_prefetch(pf_next, _MM_HINT_T0);
+#pragma GCC unroll 3
+    for (int m = 0; m < MM; ++m)
+      for (int j = 0; j < nv; ++j) y[m * ldy + j] = bias[j] + hsum(acc[m][j]);
+  }
+};
+
+// bf16 W with at least one 16-element pair step: the pair tiles (x permuted once per call
+// into this thread's scratch slot 1, the GEMM's x panel, which the skinny path leaves
+// unused); other dtypes and K < 16 the plain tiles.
 void skinny(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
             float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  if (w.dtype == DType::BF16 && w.cols >= 16) {
+    float* xp = thread_scratch(1, size_t(M * w.cols));
+    permute_pairs(x, M, ldx, w.cols, xp);
+    return skinny_task_t<SkinnyBf16Pairs, DType::BF16>(xp, M, w.cols, w, bias, y, ldy, n0, n1);
+  }
   skinny_task<Skinny>(x, M, ldx, w, bias, y, ldy, n0, n1);
 }
 
