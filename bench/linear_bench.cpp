@@ -184,7 +184,7 @@ void register_all() {
   for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Generic}) {
     for (DType dtype : {DType::BF16, DType::F32, DType::Q8_0}) {
       for (const Shape& s : kShapes) {
-        for (int64_t M : {int64_t(1), int64_t(4), int64_t(8), int64_t(16), int64_t(32), int64_t(64), int64_t(128), int64_t(256),
+        for (int64_t M : {int64_t(1), int64_t(2), int64_t(4), int64_t(8), int64_t(16), int64_t(32), int64_t(64), int64_t(128), int64_t(256),
                           int64_t(512), int64_t(2048)}) {
           if (std::string(s.name) == "lm_head" && M > 64) continue;
           for (int threads : {1, 2}) {

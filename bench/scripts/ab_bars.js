@@ -29,9 +29,10 @@ function abBars({ titles, cases, legend }) {
   if (typeof legend === "string") {
     text(pad, H - 8, legend);
   } else {
-    legend.forEach(([color, label], j) => {
-      svg.push(`<rect x="${pad + j * 330}" y="${H - 22}" width="12" height="12" fill="${color}"/>`);
-      text(pad + 16 + j * 330, H - 12, label);
+    legend.forEach(([color, label], j) => {  // one entry per line
+      const y = H - 8 - 15 * (legend.length - 1 - j);
+      svg.push(`<rect x="${pad}" y="${y - 10}" width="12" height="12" fill="${color}"/>`);
+      text(pad + 16, y, label);
     });
   }
   svg.push("</svg>");

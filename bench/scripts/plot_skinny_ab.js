@@ -38,7 +38,7 @@ fs.writeFileSync(outPath, abBars({
     const frac = (b) => (c[b].length ? mean(c[b]) / (peak * c.threads) : null);
     return { old: frac("old"), new: frac("new"), labels: [`M ${c.M}`, `${c.threads} thr`] };
   }),
-  legend: [["#c60", "plain tiles (bf16 widened by shuffle + shift)"],
+  legend: [["#c60", "before: plain tiles (at M 4 the GEMV), bf16 widened by shuffle + shift"],
            ["#06c", "pair tiles (one load + one integer op per 8 weights)"]],
 }));
 console.log(`wrote ${outPath}`);

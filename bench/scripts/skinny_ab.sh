@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Decode-batch linear layers of two builds side by side (not part of the test suite):
-# bench/linear_bench's Auto path over bf16 W on ISA's kernels (default avx2), M = 8, 16, 32
-# and 64 x rows (the skinny tiles), the Qwen2.5-0.5B shapes (qkv, o, gate_up, down, the
+# bench/linear_bench's Auto path over bf16 W on ISA's kernels (default avx2), M = 4, 8, 16,
+# 32 and 64 x rows (MS, the skinny tiles from 4 rows on AVX2, from 5 elsewhere), the Qwen2.5-0.5B shapes (qkv, o, gate_up, down, the
 # 151936-row LM head), 1 and 2 threads; ROUNDS rounds in which the two binaries alternate.
 # Also records `cpinfer bench peak` (the FMA peak the GFLOP/s are compared with) and, per
 # run, the CPU seconds other processes took meanwhile (the machine's busy time minus the
@@ -9,7 +9,8 @@
 # One JSON line per benchmark and run to $OUT (the benchmark's best call: `best_gflops`).
 #   OLD, NEW  the two linear_bench binaries (NEW default build/bench/linear_bench; OLD unset:
 #             NEW alone); CPINFER (build/cpinfer) for the peak
-#   ISA (avx2), ROUNDS (2), OUT (bench/results/skinny_ab.jsonl)
+#   ISA (avx2), MS ("4|8|16|32|64": a regex alternation), ROUNDS (2),
+#   OUT (bench/results/skinny_ab.jsonl)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/cpu_time.sh
@@ -17,6 +18,7 @@ NEW=${NEW:-build/bench/linear_bench}
 OLD=${OLD:-}
 CPINFER=${CPINFER:-build/cpinfer}
 ISA=${ISA:-avx2}
+MS=${MS:-4|8|16|32|64}
 ROUNDS=${ROUNDS:-2}
 OUT=${OUT:-bench/results/skinny_ab.jsonl}
 mkdir -p "$(dirname "$OUT")"
@@ -32,7 +34,7 @@ for r in $(seq "$ROUNDS"); do
     [[ "$build" == old ]] && bin=$OLD
     b0=$(busy_jiffies)
     s0=$(date +%s.%N)
-    "$bin" --benchmark_filter="^$ISA/bf16/.*/M:(8|16|32|64)/threads:(1|2)/min_time" \
+    "$bin" --benchmark_filter="^$ISA/bf16/.*/M:($MS)/threads:(1|2)/min_time" \
       --benchmark_format=json 2>/dev/null >"$tmp"
     other=$(awk -v s0="$s0" -v s1="$(date +%s.%N)" -v b="$(( $(busy_jiffies) - b0 ))" \
       -v hz="$(getconf CLK_TCK)" 'BEGIN { o = b / hz - 2 * (s1 - s0); printf "%.2f", (o < 0 ? 0 : o) }')

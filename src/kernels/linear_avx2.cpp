@@ -452,8 +452,12 @@ void gemm(const float* x, int64_t ldx, const WeightView& w, const float* bias, f
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{gemv,           gemm,          widen, Avx2Gemm::kMr, Avx2Gemm::kNr,
-                         Avx2Gemm::kNcStrips, skinny, skinny_max_rows_for(false)};
+  static const Kernels k = [] {
+    Kernels r{gemv,           gemm,          widen, Avx2Gemm::kMr, Avx2Gemm::kNr,
+              Avx2Gemm::kNcStrips, skinny, skinny_max_rows_for(false)};
+    r.skinny_min_rows_bf16 = 4;  // the pair tiles (linear.cpp, choose_path)
+    return r;
+  }();
   return k;
 }
 

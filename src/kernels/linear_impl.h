@@ -53,6 +53,9 @@ struct Kernels {
   // Up to how many x rows the skinny tiles beat the packed GEMM (Auto path; beyond it the
   // GEMM). A property of the core, not only of the ISA: see skinny_max_rows_for().
   int64_t skinny_max_rows = 256;
+  // From how many x rows the skinny tiles beat the GEMV over bf16 weights (Auto path; below
+  // it the GEMV). 5 where the tiles widen bf16 like the GEMV does; 4 for AVX2's pair tiles.
+  int64_t skinny_min_rows_bf16 = 5;
   // Decode batches with bf16 dot products (vdpbf16ps): the skinny tiles' contract, except
   // that x is not f32 but rows packed by pack_rows_bf16, passed as a float pointer whose
   // row stride ldx counts floats (bf16_row_stride(K) / 2). Null where the ISA has none.

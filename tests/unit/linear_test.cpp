@@ -394,7 +394,14 @@ TEST(Linear, AutoPathCrossoverFollowsTheCpu) {
     Bf16MathScope exact(Bf16Math::F32);  // the bf16-dot GEMM has its own test below
     const linear_impl::Kernels& k = linear_impl::active_kernels();
     const int64_t limit = k.skinny_max_rows;
-    EXPECT_EQ(linear_impl::choose_path(k, 4, 896, DType::BF16), linear_impl::Path::Gemv);
+    // bf16 weights: AVX2's pair tiles from 4 rows, AVX-512's tiles from 5; other dtypes
+    // from 5 on both.
+    const int64_t bf16_from = isa == Isa::Avx2 ? 4 : 5;
+    EXPECT_EQ(linear_impl::choose_path(k, bf16_from - 1, 896, DType::BF16), linear_impl::Path::Gemv);
+    EXPECT_EQ(linear_impl::choose_path(k, bf16_from, 896, DType::BF16), linear_impl::Path::Skinny);
+    EXPECT_EQ(linear_impl::choose_path(k, 4, 896, DType::F32), linear_impl::Path::Gemv);
+    EXPECT_EQ(linear_impl::choose_path(k, 5, 896, DType::F32), linear_impl::Path::Skinny);
+    EXPECT_EQ(linear_impl::choose_path(k, 4, 896, DType::Q8_0), linear_impl::Path::Gemv);
     EXPECT_EQ(linear_impl::choose_path(k, 5, 896, DType::BF16), linear_impl::Path::Skinny);
     EXPECT_EQ(linear_impl::choose_path(k, limit, 896, DType::BF16), linear_impl::Path::Skinny);
     EXPECT_EQ(linear_impl::choose_path(k, limit + 1, 896, DType::BF16), linear_impl::Path::Gemm);
@@ -552,7 +559,7 @@ TEST(LinearBf16Dot, PathChoiceFollowsTheSetting) {
     EXPECT_EQ(linear_impl::choose_path(k, 2048, 896, DType::BF16),
               here && amd ? Path::GemmBf16Dot : Path::Gemm) << isa_name(isa);
     // Under Dot: the dot skinny tiles where the f32 math takes the f32 ones, up to 128
-    // rows; the GEMV where that math takes it (M <= 4); the dot GEMM for the rest.
+    // rows; the GEMV where that math takes it (M <= 4, on AVX2 M <= 3); the dot GEMM for the rest.
     constexpr int64_t kMaxM = 300;
     std::vector<Path> f32_paths(kMaxM + 1);
     {
@@ -568,8 +575,10 @@ TEST(LinearBf16Dot, PathChoiceFollowsTheSetting) {
                                                             : Path::GemmBf16Dot;
         EXPECT_EQ(linear_impl::choose_path(k, M, 896, DType::BF16), want) << isa_name(isa) << " M " << M;
       }
-      // Fixed points of that rule.
-      EXPECT_EQ(linear_impl::choose_path(k, 4, 896, DType::BF16), Path::Gemv) << isa_name(isa);
+      // Fixed points of that rule (AVX2's bf16 pair tiles take 4 rows already).
+      EXPECT_EQ(linear_impl::choose_path(k, 4, 896, DType::BF16),
+                isa == Isa::Avx2 ? Path::Skinny : Path::Gemv) << isa_name(isa);
+      EXPECT_EQ(linear_impl::choose_path(k, 3, 896, DType::BF16), Path::Gemv) << isa_name(isa);
       EXPECT_EQ(linear_impl::choose_path(k, 8, 896, DType::BF16),
                 here ? Path::SkinnyBf16Dot : linear_impl::choose_path(k, 8, 896, DType::F32))
           << isa_name(isa);
