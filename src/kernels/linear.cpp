@@ -79,9 +79,10 @@ linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t 
     // skinny_max_rows_for). Without skinny tiles: the GEMV up to M = 8, and up to
     // M = 32 while a group of 4 x rows (16 K bytes) fits in L1.
     // AVX2's skinny tiles over bf16 weights (one load and one integer op per 8 weights)
-    // win from M = 4 (Zen 3, 1 and 2 threads: 1.07-1.27x the GEMV on every shape; M = 2 a
+    // win from M = 4 (Zen 3, 1 and 2 threads: 1.06-1.28x the GEMV on every shape; M = 2 a
     // tie): k.skinny_min_rows_bf16.
-    if (M <= 4 && !(skinny && dt == DType::BF16 && M >= k.skinny_min_rows_bf16)) p = Path::Gemv;
+    const int64_t gemv_max_rows = skinny && dt == DType::BF16 ? k.skinny_min_rows_bf16 - 1 : 4;
+    if (M <= gemv_max_rows) p = Path::Gemv;
     else if (skinny) p = M <= k.skinny_max_rows ? Path::Skinny : Path::Gemm;
     else p = M <= 8 || (M <= 32 && K <= 1024) ? Path::Gemv : Path::Gemm;
   }
