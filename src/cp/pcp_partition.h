@@ -1,8 +1,8 @@
 // Prefill context parallelism: how a batch's new tokens are split over the PCP group
 // (docs/context-parallel.md §4, DualChunkSwap). Each prefill request of n tokens is padded to a
 // multiple of 2P and cut into 2P chunks of c tokens; PCP rank r takes the head chunk r and
-// the tail chunk 2P-1-r. Decode requests (one new token) are not split: every rank runs
-// them, and (§8, "no redundant decode traffic") they take no part in the K/V gather.
+// the tail chunk 2P-1-r. Decode requests (one new token) are not split, and they take no
+// part in the K/V gather (the step planner gives each decode one home PCP rank).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -11,7 +11,7 @@ namespace cpinfer {
 
 struct PcpRequest {
   int64_t num_new_tokens = 0;  // tokens this step
-  bool is_decode = false;      // a decode request: replicated on every PCP rank
+  bool is_decode = false;      // a decode request: not split, not in the K/V gather
 };
 
 // The partition of one step as seen by PCP rank r (all vectors are per request unless

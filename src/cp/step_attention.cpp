@@ -88,7 +88,20 @@ void StepAttention::plan(const RankStep& step, const KvCache& cache, ThreadPool&
     kb16_.resize(size_t(N * KD));
     vb16_.resize(size_t(N * KD));
   }
-  send_.resize(size_t(Gc * QD));
+  // The shard-query gather (pcp > 1): each PCP rank sends its decodes' [q | k | v] rows and
+  // its chunk queries; counts and displacements in floats.
+  int64_t Dmax = 0;
+  q_counts_.clear();
+  q_displs_.clear();
+  for (int64_t p = 0, off = 0; p < int64_t(step.decode_counts.size()); ++p) {
+    const int64_t dp = step.decode_counts[size_t(p)];
+    Dmax = std::max(Dmax, dp);
+    q_counts_.push_back(int(dp * (QD + 2 * KD) + Gc * QD));
+    q_displs_.push_back(int(off));
+    off += q_counts_.back();
+  }
+  send_.resize(size_t(Td * (QD + 2 * KD) + Gc * QD));
+  q_recv_.resize(P > 1 ? size_t(q_displs_.back() + q_counts_.back()) : 0);
   gathered_.resize(size_t(dcp * Ns * QD));
   qs_.resize(size_t(Ns * QD));
   qg_.resize(size_t(Ns * GH * D_));
@@ -96,8 +109,9 @@ void StepAttention::plan(const RankStep& step, const KvCache& cache, ThreadPool&
   lsed_.resize(size_t(Ns * GH));
   mine_.resize(size_t(Ns * QD));
   s_star_.resize(size_t(Ns * hq_));
-  // Exchange blocks of partial states, [O rows | LSEs] per destination rank.
-  xsend_.resize(size_t(std::max(dcp * Ns, P * (Td + Gc)) * hq_ * (D_ + 1)));
+  // Exchange blocks of partial states, [O rows | LSEs] per destination rank; the PCP
+  // combine's blocks hold the largest rank's decodes and chunk rows.
+  xsend_.resize(size_t(std::max(dcp * Ns, P * (Dmax + Gc)) * hq_ * (D_ + 1)));
   xrecv_.resize(xsend_.size());
   merged_.resize(size_t((Td + Gc) * QD));
   merged_lse_.resize(size_t((Td + Gc) * hq_));
@@ -146,14 +160,7 @@ void StepAttention::run(const RankStep& step, int64_t layer, KvCache& cache, con
   // A step of decodes only has no new-token work (no gather, no buffer).
   if (layout_.pcp > 1 ? step.new_kv_rows > 0 : !step.causal.page_indices.empty())
     new_tokens(step, layer, cache, q, k, v, ld, sm_scale, o, pool);
-  // The owner writes a decode token's K/V before the shard attention, so its shard includes
-  // it (§6).
-  const int64_t KD = hkv_ * D_;
-  for (size_t i = 0; i < step.decode_rows.size(); ++i) {
-    const int64_t row = step.decode_rows[i];
-    cache.append(layer, k + row * ld, v + row * ld, KD, &step.decode_slots[i], 1);
-  }
-  if (step.num_shard_queries() > 0) shard(step, layer, cache, q, ld, sm_scale, o, pool);
+  if (step.num_shard_queries() > 0) shard(step, layer, cache, q, k, v, ld, sm_scale, o, pool);
 }
 
 namespace {
@@ -283,23 +290,53 @@ void StepAttention::new_tokens(const RankStep& step, int64_t layer, KvCache& cac
 }
 
 void StepAttention::shard(const RankStep& step, int64_t layer, KvCache& cache, const float* q,
-                          int64_t ld, float sm_scale, float* o, ThreadPool& pool) {
-  const int64_t QD = hq_ * D_, Ns = step.num_shard_queries();
+                          const float* k, const float* v, int64_t ld, float sm_scale, float* o,
+                          ThreadPool& pool) {
+  const int64_t QD = hq_ * D_, KD = hkv_ * D_, Ns = step.num_shard_queries();
   const int64_t Td = int64_t(step.decode_rows.size()), Gc = int64_t(step.chunk_rows.size());
   const int64_t dcp = layout_.dcp, P = layout_.pcp, GH = dcp * hq_;
-  // 0. The shard queries qs_: [Td decode rows][P blocks of Gc chunk rows]. Under PCP the
-  //    chunk rows differ per PCP rank: all-gather them (block p = PCP rank p's rows).
-  for (int64_t i = 0; i < Td; ++i)
-    std::memcpy(&qs_[size_t(i * QD)], q + step.decode_rows[size_t(i)] * ld, size_t(QD) * 4);
-  if (Gc > 0) {
-    float* chunk_q = P > 1 ? send_.data() : &qs_[size_t(Td * QD)];
-    for (int64_t i = 0; i < Gc; ++i)
-      std::memcpy(chunk_q + i * QD, q + step.chunk_rows[size_t(i)] * ld, size_t(QD) * 4);
-    if (P > 1) {
-      TrafficScope traffic(comm_, Traffic::QueryGather);
-      comm_->all_gather(send_.data(), &qs_[size_t(Td * QD)], size_t(Gc * QD), DType::F32,
-                        Group::Pcp);
+  // 0. The shard queries qs_: P blocks, block p = PCP rank p's [decodes][Gc chunk rows]
+  //    (one block without PCP: this rank's rows). Under PCP they differ per PCP rank: one
+  //    all-gather of [decode q | k | v rows][chunk q rows] from every PCP rank. Each decode
+  //    token's owner writes its K/V before the attention, so its shard includes it (§6).
+  //    Example, P 2, rank 0 runs decodes d0 d2, rank 1 d1, Gc 2: qs_ = [d0 d2 c0 c1 | d1 c0'
+  //    c1'], decode_slots in the order d0 d2 d1.
+  if (P == 1) {
+    for (int64_t i = 0; i < Td; ++i) {
+      const int64_t row = step.decode_rows[size_t(i)];
+      std::memcpy(&qs_[size_t(i * QD)], q + row * ld, size_t(QD) * 4);
+      cache.append(layer, k + row * ld, v + row * ld, KD, &step.decode_slots[size_t(i)], 1);
     }
+    for (int64_t i = 0; i < Gc; ++i)
+      std::memcpy(&qs_[size_t((Td + i) * QD)], q + step.chunk_rows[size_t(i)] * ld,
+                  size_t(QD) * 4);
+  } else {
+    float* out = send_.data();
+    for (int64_t i = 0; i < Td; ++i, out += QD + 2 * KD) {
+      const int64_t row = step.decode_rows[size_t(i)];
+      std::memcpy(out, q + row * ld, size_t(QD) * 4);
+      std::memcpy(out + QD, k + row * ld, size_t(KD) * 4);
+      std::memcpy(out + QD + KD, v + row * ld, size_t(KD) * 4);
+    }
+    for (int64_t i = 0; i < Gc; ++i, out += QD)
+      std::memcpy(out, q + step.chunk_rows[size_t(i)] * ld, size_t(QD) * 4);
+    {
+      TrafficScope traffic(comm_, Traffic::QueryGather);
+      comm_->all_gather_v(send_.data(), send_.size(), q_recv_.data(), q_counts_, q_displs_,
+                          DType::F32, Group::Pcp);
+    }
+    int64_t row = 0, d = 0;  // shard query row, decode index in shard order
+    for (int64_t p = 0; p < P; ++p) {
+      const float* in = &q_recv_[size_t(q_displs_[size_t(p)])];
+      for (int64_t i = 0; i < step.decode_counts[size_t(p)]; ++i, ++d, ++row) {
+        std::memcpy(&qs_[size_t(row * QD)], in, size_t(QD) * 4);
+        cache.append(layer, in + QD, in + QD + KD, KD, &step.decode_slots[size_t(d)], 1);
+        in += QD + 2 * KD;
+      }
+      for (int64_t i = 0; i < Gc; ++i, ++row, in += QD)
+        std::memcpy(&qs_[size_t(row * QD)], in, size_t(QD) * 4);
+    }
+    CPI_ASSERT(row == Ns);
   }
   // 1. DCP Q all-gather: [dcp][Ns][QD] -> per query [dcp * hq heads][D] (DCP-rank order).
   if (dcp > 1) {
@@ -336,27 +373,26 @@ void StepAttention::shard(const RankStep& step, int64_t layer, KvCache& cache, c
     std::copy(od_.begin(), od_.begin() + Ns * QD, mine_.begin());
     std::copy(lsed_.begin(), lsed_.begin() + Ns * hq_, s_star_.begin());
   }
-  // 4. PCP combine, one all-to-all: PCP rank p needs the decode rows (replicated on every
-  //    PCP rank) and its own block of chunk queries. Block p of the exchange: [Td + Gc][hq][D]
-  //    O rows (decodes, then chunk block p), then [Td + Gc][hq] LSEs. Every rank merges the
-  //    same decode states in the same order, so decode outputs stay identical everywhere.
-  //    merged_ / merged_lse_: [Td decodes][Gc own chunk rows], over the whole context.
+  // 4. PCP combine, one all-to-all: PCP rank p needs the states of its block of shard
+  //    queries (its decodes and its chunk rows). Block p of the exchange, for the largest
+  //    block Mx = max decodes + Gc: [Mx][hq][D] O rows (rank p's decodes, then its chunk
+  //    rows; the rest unused), then [Mx][hq] LSEs. merged_ / merged_lse_: [Td decodes][Gc
+  //    chunk rows] of this rank, over the whole context.
   const int64_t M = Td + Gc;
   if (P > 1) {
     TrafficScope traffic(comm_, Traffic::PcpCombine);
-    const int64_t blk = M * hq_ * (D_ + 1);
-    for (int64_t p = 0; p < P; ++p) {
+    const int64_t Mx = *std::max_element(step.decode_counts.begin(), step.decode_counts.end()) + Gc;
+    const int64_t blk = Mx * hq_ * (D_ + 1);
+    for (int64_t p = 0, first = 0; p < P; ++p) {
+      const int64_t rows = step.decode_counts[size_t(p)] + Gc;
       float* ob = &xsend_[size_t(p * blk)];
-      float* lb = ob + M * QD;
-      auto put = [&](int64_t dst_row, int64_t src_row) {
-        std::memcpy(ob + dst_row * QD, &mine_[size_t(src_row * QD)], size_t(QD) * 4);
-        std::memcpy(lb + dst_row * hq_, &s_star_[size_t(src_row * hq_)], size_t(hq_) * 4);
-      };
-      for (int64_t i = 0; i < Td; ++i) put(i, i);
-      for (int64_t i = 0; i < Gc; ++i) put(Td + i, Td + p * Gc + i);
+      float* lb = ob + Mx * QD;
+      std::memcpy(ob, &mine_[size_t(first * QD)], size_t(rows * QD) * 4);
+      std::memcpy(lb, &s_star_[size_t(first * hq_)], size_t(rows * hq_) * 4);
+      first += rows;
     }
     comm_->all_to_all(xsend_.data(), xrecv_.data(), size_t(blk), DType::F32, Group::Pcp);
-    merge_states(P, M, hq_, D_, xrecv_.data(), blk, QD, xrecv_.data() + M * QD, blk, hq_,
+    merge_states(P, M, hq_, D_, xrecv_.data(), blk, QD, xrecv_.data() + Mx * QD, blk, hq_,
                  merged_.data(), QD, merged_lse_.data(), hq_, &pool);
   } else {
     std::copy(mine_.begin(), mine_.begin() + M * QD, merged_.begin());

@@ -8,12 +8,13 @@
 //      a copy of the local rows, written to the cache by its owners; causal attention over
 //      it. Under PCP in two parts merged by LSE: the rank's own rows (computed while the
 //      gather is in flight on a comm worker thread) and the other ranks' rows.
-//   2. decode tokens: the owner writes the token's K/V.
-//   3. shard attention: decode queries and chunk queries (PCP-gathered) against this rank's
-//      shard of the context: DCP Q all-gather, partial attention, DCP combine (one
-//      all-to-all of (O, LSE): each rank merges its own heads), PCP combine (one all-to-all:
-//      each rank merges the decode rows and its own chunk rows); every merge is
-//      merge_states (kernels/merge_state.h).
+//   2. shard queries: the decodes and the chunk queries; under PCP each PCP rank's (its own
+//      decodes with their k and v rows, its chunk queries) all-gathered over PCP. The owner
+//      of each decode token writes its K/V.
+//   3. shard attention against this rank's shard of the context: DCP Q all-gather, partial
+//      attention, DCP combine (one all-to-all of (O, LSE): each rank merges its own heads),
+//      PCP combine (one all-to-all: each rank merges its own decodes and chunk rows); every
+//      merge is merge_states (kernels/merge_state.h).
 //   4. decode outputs are the combined states; chunk rows merge the combined context state
 //      into their causal state (merge_state).
 #pragma once
@@ -74,8 +75,9 @@ class StepAttention {
   void new_tokens(const RankStep& step, int64_t layer, KvCache& cache, const float* q,
                   const float* k, const float* v, int64_t ld, float sm_scale, float* o,
                   ThreadPool& pool);
-  void shard(const RankStep& step, int64_t layer, KvCache& cache, const float* q, int64_t ld,
-             float sm_scale, float* o, ThreadPool& pool);
+  void shard(const RankStep& step, int64_t layer, KvCache& cache, const float* q,
+             const float* k, const float* v, int64_t ld, float sm_scale, float* o,
+             ThreadPool& pool);
 
   Comm* comm_;
   CpLayout layout_;
@@ -89,6 +91,9 @@ class StepAttention {
   OverlapStats overlap_stats_;
   std::vector<LayerTimes> layer_times_;
   // Workspaces (grow to the largest step; reused by every layer).
+  // The shard-query gather under PCP (floats): counts and displacements per PCP rank.
+  std::vector<int> q_counts_, q_displs_;
+  std::vector<float> q_recv_;
   std::vector<float> lse_, send_, gathered_, kbuf_, vbuf_, qs_, qg_, od_, lsed_, mine_, s_star_,
       xsend_, xrecv_, merged_, merged_lse_, lkbuf_, lvbuf_, ro_, rlse_;
   // A bf16 cache: the new K/V rows again as bf16 (kbuf_ and lkbuf_ hold them rounded, so the

@@ -45,7 +45,8 @@ void StepPlanner::plan(const std::vector<SequenceStep>& steps, PagePool& pool, R
   for (auto* v : {&s.slots, &s.gather_rows, &s.restore, &s.new_kv_slots, &s.decode_rows,
                   &s.decode_slots, &s.chunk_rows, &s.logit_rows, &s.hidden_rows})
     v->clear();
-  for (auto* v : {&s.gather_counts, &s.gather_displs, &s.hidden_counts, &s.hidden_displs})
+  for (auto* v : {&s.gather_counts, &s.gather_displs, &s.hidden_counts, &s.hidden_displs,
+                  &s.decode_counts})
     v->clear();
   logit_req_.clear();
   s.tokens.clear();
@@ -93,13 +94,26 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
   if (P > 1) partition_pcp(reqs_, P, layout_.pcp_rank, &part_);
 
   // Pass 1: local rows (tokens, positions), the PCP gather rows, decode and chunk rows.
-  local_offset_.resize(steps.size());
+  // Prefill and chunk rows come first, in request order (the same count on every PCP rank,
+  // so a request's local rows line up everywhere); then the decodes this rank runs. Under
+  // PCP each decode runs on one PCP rank, its home: decode d (the step's decodes counted in
+  // request order) on PCP rank d % P. Example, P 2, requests [decode, prefill of 5, decode,
+  // decode]: decodes 0 and 2 (requests 0 and 3) run on rank 0, decode 1 (request 2) on
+  // rank 1; rank 0's local rows are [4 prefill rows | request 0 | request 3].
+  local_offset_.assign(steps.size(), -1);
+  decode_index_.assign(steps.size(), -1);
+  decode_req_.clear();
   for (size_t i = 0; i < steps.size(); ++i) {
     const SequenceStep& st = steps[i];
     const int64_t C = st.seq->num_cached;
     const bool decode = reqs_[i].is_decode, chunk = C > 0 && !decode;
+    if (decode) {
+      decode_index_[i] = int64_t(decode_req_.size());
+      decode_req_.push_back(int64_t(i));
+      continue;
+    }
     local_offset_[i] = s.num_tokens();
-    if (P > 1 && !decode) {
+    if (P > 1) {
       for (int64_t k = 0; k < part_.local_count[i]; ++k) {
         const size_t t = size_t(part_.local_offset[i] + k);
         const int64_t src = part_.local_src[t];
@@ -111,11 +125,22 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
       continue;
     }
     for (int64_t k = 0; k < st.num_tokens; ++k) {
-      if (decode) s.decode_rows.push_back(s.num_tokens());
       if (chunk) s.chunk_rows.push_back(s.num_tokens());
       s.tokens.push_back(st.tokens[k]);
       s.positions.push_back(int32_t(C + k));
     }
+  }
+  prefill_rows_ = s.num_tokens();
+  const int64_t Dt = int64_t(decode_req_.size()), me = layout_.pcp_rank;
+  s.decode_counts.assign(size_t(P), 0);
+  for (int64_t d = 0; d < Dt; ++d) {
+    s.decode_counts[size_t(d % P)]++;
+    if (d % P != me) continue;
+    const SequenceStep& st = steps[size_t(decode_req_[size_t(d)])];
+    local_offset_[size_t(decode_req_[size_t(d)])] = s.num_tokens();
+    s.decode_rows.push_back(s.num_tokens());
+    s.tokens.push_back(st.tokens[0]);
+    s.positions.push_back(int32_t(st.seq->num_cached));
   }
   if (P > 1) {
     s.restore = part_.real_restore;
@@ -146,18 +171,11 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
     const SequenceState& seq = *st.seq;
     const int64_t C = seq.num_cached, n = st.num_tokens, off = local_offset_[i];
     if (reqs_[i].is_decode) {
-      // Empty pseudo-sequences keep the query rows aligned with the local rows.
-      if (P > 1) {
-        add_rows(s.local, 1, 0, 0);
-        add_rows(s.remote, 1, 0, 0);
-      } else {
-        add_causal(1, 0, 0);
-      }
-      s.decode_slots.push_back(slot_of(seq, C));
-      s.shard.add(1, layout_.local_len(C + 1), seq.pages.data(), layout_.pages_needed(C + 1));
+      // Its logits: under PCP from its home rank through the final hidden gather.
       if (first_logit_row(st) == 0) {
-        s.logit_rows.push_back(off);
-        s.logit_from_gathered.push_back(0);
+        s.logit_rows.push_back(P > 1 ? 0 : off);
+        s.logit_from_gathered.push_back(P > 1 ? 1 : 0);
+        if (P > 1) logit_req_.push_back(int64_t(i));
       }
       continue;
     }
@@ -193,9 +211,28 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
       }
     }
   }
-  // Chunk queries against the cached context [0, C): block p holds PCP rank p's chunk rows,
-  // which for each chunk request are as many as this rank's (2c under PCP, n without).
-  for (int64_t p = 0; p < P; ++p)
+  // The decode rows (after every prefill and chunk row) have no new-token work: empty
+  // pseudo-sequences keep the query rows aligned with the local rows.
+  for (size_t k = 0; k < s.decode_rows.size(); ++k) {
+    if (P > 1) {
+      add_rows(s.local, 1, 0, 0);
+      add_rows(s.remote, 1, 0, 0);
+    } else {
+      add_causal(1, 0, 0);
+    }
+  }
+  // Shard queries, P blocks (one without PCP): block p holds PCP rank p's decodes (decode
+  // d = p, p + P, ...: the context and the token itself, local_len(C + 1); the owner writes
+  // the token first), then its chunk rows, which for each chunk request are as many as this
+  // rank's (2c under PCP, n without) and see the cached context [0, C).
+  for (int64_t p = 0; p < P; ++p) {
+    for (int64_t d = p; d < Dt; d += P) {
+      const SequenceStep& st = steps[size_t(decode_req_[size_t(d)])];
+      const SequenceState& seq = *st.seq;
+      const int64_t C = seq.num_cached;
+      s.decode_slots.push_back(slot_of(seq, C));
+      s.shard.add(1, layout_.local_len(C + 1), seq.pages.data(), layout_.pages_needed(C + 1));
+    }
     for (size_t i = 0; i < steps.size(); ++i) {
       const SequenceStep& st = steps[i];
       const int64_t C = st.seq->num_cached;
@@ -203,11 +240,11 @@ void StepPlanner::plan_parallel(const std::vector<SequenceStep>& steps, RankStep
       const int64_t q_len = P > 1 ? part_.local_count[i] : st.num_tokens;
       s.shard.add(q_len, layout_.local_len(C), st.seq->pages.data(), layout_.pages_needed(C));
     }
+  }
   if (P > 1 && !logit_req_.empty()) plan_hidden_gather(s);
   CPI_ASSERT((P > 1 ? s.local : s.causal).q_indptr.back() == s.num_tokens());
   CPI_ASSERT(P == 1 || s.remote.q_indptr.back() == s.num_tokens());
-  CPI_ASSERT(s.num_shard_queries() ==
-             int64_t(s.decode_rows.size()) + P * int64_t(s.chunk_rows.size()));
+  CPI_ASSERT(s.num_shard_queries() == Dt + P * int64_t(s.chunk_rows.size()));
 }
 
 }  // namespace cpinfer
@@ -216,14 +253,19 @@ namespace cpinfer {
 
 void StepPlanner::plan_hidden_gather(RankStep& s) {
   // New token j (relative) of request q lies in chunk k = j / c, held by PCP rank k (head)
-  // or 2P-1-k (tail), at local row local_offset[q] + (k < P ? 0 : c) + j % c there (local
-  // rows line up on every PCP rank). Example, P 2, one request of 8 (c 2): its last token
+  // or 2P-1-k (tail), at local row local_offset[q] + (k < P ? 0 : c) + j % c there (prefill
+  // and chunk rows line up on every PCP rank). Decode d is row prefill_rows + d / P of its
+  // home rank d % P (P 2, 3 prefill rows: decode 3 is rank 1's row 4). Example, P 2, one request of 8 (c 2): its last token
   // j 7 is in chunk 3, rank 0's tail, local row 2 + 1 = 3; rank 0 sends 1 row, rank 1 none.
   const int64_t P = layout_.pcp, me = layout_.pcp_rank;
   s.hidden_counts.assign(size_t(P), 0);
   // r: index into logit_rows, g: the same row's index among the gathered ones.
   auto owner_of = [&](size_t r, size_t g, int64_t* local_row) {
     const size_t q = size_t(logit_req_[g]);
+    if (const int64_t d = decode_index_[q]; d >= 0) {  // decode d: row j = d / P of rank d % P
+      *local_row = prefill_rows_ + d / P;
+      return d % P;
+    }
     const int64_t j = s.logit_rows[r], c = part_.chunk[q], k = j / c;
     *local_row = local_offset_[q] + (k < P ? 0 : c) + j % c;
     return k < P ? k : 2 * P - 1 - k;

@@ -18,8 +18,9 @@
 //     K/V all-gathered over PCP and restored to padded global order; with pcp == 1 run
 //     whole. Causal attention over that contiguous "new K/V" buffer (head/tail chunks
 //     under PCP), positions offset by C. Each rank writes the new tokens it owns.
-//   - decode tokens: run on every rank (replicated, never gathered); the owner writes the
-//     token's K/V first.
+//   - decode tokens: each runs on one PCP rank, its home (decode d of the step on PCP rank
+//     d % P), after the prefill and chunk rows; under pcp > 1 its q, k and v rows are
+//     all-gathered over PCP with the chunk queries, and the owner writes the token's K/V.
 //   - the "shard" queries: the decode queries and, for chunks, the new queries (under
 //     pcp > 1 all-gathered over PCP, so every PCP rank holds the same shard query set)
 //     attend, non-causally, to this rank's local shard of the context: local_len(C + 1)
@@ -58,7 +59,8 @@ struct AttentionWork {
 struct RankStep {
   CpLayout layout;
   // Local rows: the tokens this rank runs, in request order (PCP pads copy the request's
-  // first token and sit at position 0).
+  // first token and sit at position 0); with W > 1 the prefill and chunk rows first, then
+  // the decodes this rank runs.
   std::vector<int32_t> tokens;     // [T]
   std::vector<int32_t> positions;  // [T]
 
@@ -94,13 +96,18 @@ struct RankStep {
   //           0..2P-2-r except r. Rank 0's head chunk has none (an empty state).
   // Both cover every local row (decode rows: empty pseudo-sequences).
   AttentionWork local, remote;
-  // Decode rows: local row and cache slot (-1: another rank owns the token).
+  // Decodes: the local rows of those this rank runs (all of them without PCP; under PCP
+  // decode d of the step runs on PCP rank d % P); decode_counts[p]: how many PCP rank p runs
+  // ([1] without PCP); decode_slots: per decode in shard order (below), its cache slot on
+  // this rank, or -1 when another rank owns the token.
   std::vector<int64_t> decode_rows, decode_slots;
+  std::vector<int> decode_counts;
   // Chunk rows (C > 0, n > 1): their local rows, in local order (same count on every PCP
   // rank). Under pcp > 1 their queries are all-gathered over PCP.
   std::vector<int64_t> chunk_rows;
-  // Shard attention over this rank's cache. Query rows: [decodes (decode_rows order)]
-  // [chunk queries: pcp blocks of chunk_rows.size() rows, block p = PCP rank p's rows].
+  // Shard attention over this rank's cache. Query rows: pcp blocks (one without PCP), block
+  // p = PCP rank p's [decode_counts[p] decodes, in its local order][chunk_rows.size() chunk
+  // rows]. Example, P 2, decodes d0..d2, 2 chunk rows per rank: [d0 d2 c0 c1 | d1 c0' c1'].
   AttentionWork shard;
 
   // Logits: rows of the final hidden state, local rows (from_gathered 0) or rows of the
@@ -139,6 +146,10 @@ class StepPlanner {
   std::vector<PcpRequest> reqs_;
   PcpPartition part_;
   std::vector<int64_t> local_offset_, logit_req_, hidden_next_;
+  // The step's decodes: request index of decode d, and decode index of each request (-1 for
+  // the others); local rows before the decodes (the same on every PCP rank).
+  std::vector<int64_t> decode_req_, decode_index_;
+  int64_t prefill_rows_ = 0;
 };
 
 // Marks the step's tokens as cached (after a successful forward).

@@ -53,7 +53,9 @@ void Decoder::forward(const RankStep& step, float* logits, int32_t* argmax_ids) 
   const int64_t H = c.hidden_size, D = c.head_dim, I = sh.ffn_size;
   const int64_t Hq = sh.num_q_heads, Hkv = sh.num_kv_heads;
   const int64_t qd = Hq * D, kvd = Hkv * D, qkv_w = qd + 2 * kvd;
-  CPI_CHECK(T > 0, "empty forward batch");
+  // A PCP rank may run no row of a step (a decode-only step with fewer decodes than PCP
+  // ranks): it still takes part in every collective.
+  CPI_CHECK(T > 0 || step.layout.pcp > 1, "empty forward batch");
   CPI_ASSERT(int64_t(step.positions.size()) == T);
   reserve(T);
   const int32_t* tokens = step.tokens.data();
@@ -153,8 +155,8 @@ void Decoder::lm_head(int64_t R, float* logits, int32_t* argmax_ids) {
     return;
   }
   // Vocab-parallel LM head over every rank of the world: every rank holds the same rows
-  // (TP ranks share them; PCP ranks hold replicated decode rows and the gathered prefill
-  // rows), so TP rank t computes its shard's vocabulary even_split(V, tp, t) and, under PCP,
+  // (TP ranks share them; under PCP every logit row comes through the final hidden gather),
+  // so TP rank t computes its shard's vocabulary even_split(V, tp, t) and, under PCP,
   // only PCP rank p's part of it, even_split(shard, pcp, p). The pieces are gathered in world
   // rank order (g = p * tp + t) and interleaved back to [R, V]. Example, V 10, tp 2, pcp 1,
   // R 2: rank 0 sends [r0: v0..4 | r1: v0..4], rank 1 [r0: v5..9 | r1: v5..9].

@@ -9,8 +9,8 @@
 //            head for the prompt's last row (as in decode); communication: the
 //            bytes of model/comm_volume.h over the link each group uses, plus a latency per
 //            collective step. No overlap (the engine's collectives block).
-//   decode   the weights a rank reads (every PCP rank runs the decode: linear / tp, LM head
-//            / (tp pcp)) at the calibrated rates of the decode layers and of the LM head
+//   decode   the weights a rank reads (one request's decode runs on PCP rank 0, which reads
+//            the linear layers / tp; the LM head / (tp pcp) on every rank) at the calibrated rates of the decode layers and of the LM head
 //            GEMV, its KV shard at the streaming read rate, plus the decode step's
 //            communication.
 //   ranks    world rank g on host g / ranks_per_host; a TP group must stay inside a host.

@@ -86,7 +86,8 @@ TEST(StepPlanner, HandWorkedChunkAndDecodeAtW4) {
   // docs/context-parallel.md); sequence B: 40 cached + 1 (a decode).
   std::vector<std::vector<int32_t>> toks;
   std::vector<RankSim> r = plan_everywhere(2, 2, 8, 16, {{24, 12}, {40, 1}}, &toks);
-  // R0 = (pcp 0, dcp 0): A's head chunk (relative 0-2) and tail chunk (9-11), then B.
+  // R0 = (pcp 0, dcp 0): A's head chunk (relative 0-2) and tail chunk (9-11), then B (the
+  // step's decode 0, so PCP rank 0 runs it).
   const RankStep& s0 = r[0].step;
   EXPECT_EQ(s0.positions, (std::vector<int32_t>{24, 25, 26, 33, 34, 35, 40}));
   EXPECT_EQ(s0.tokens[0], toks[0][24]);
@@ -94,8 +95,11 @@ TEST(StepPlanner, HandWorkedChunkAndDecodeAtW4) {
   EXPECT_EQ(s0.gather_rows, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(s0.chunk_rows, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(s0.decode_rows, (std::vector<int64_t>{6}));
-  // R2 = (pcp 1, dcp 0): relative 3-8.
-  EXPECT_EQ(r[2].step.positions, (std::vector<int32_t>{27, 28, 29, 30, 31, 32, 40}));
+  EXPECT_EQ(s0.decode_counts, (std::vector<int>{1, 0}));
+  // R2 = (pcp 1, dcp 0): relative 3-8, and no decode.
+  EXPECT_EQ(r[2].step.positions, (std::vector<int32_t>{27, 28, 29, 30, 31, 32}));
+  EXPECT_TRUE(r[2].step.decode_rows.empty());
+  EXPECT_EQ(r[2].step.decode_counts, (std::vector<int>{1, 0}));
   // Restore: padded order 0..11 <- rank 0 holds rel 0-2 (rows 0-2) and 9-11 (rows 3-5),
   // rank 1 holds rel 3-8 (rows 6-11).
   EXPECT_EQ(s0.restore, (std::vector<int64_t>{0, 1, 2, 6, 7, 8, 9, 10, 11, 3, 4, 5}));
@@ -111,10 +115,11 @@ TEST(StepPlanner, HandWorkedChunkAndDecodeAtW4) {
   EXPECT_EQ(s0.remote.kv_lens, (std::vector<int64_t>{0, 6, 0}));
   EXPECT_EQ(s0.remote.page_indices, (std::vector<int32_t>{3, 4, 5, 6, 7, 8}));
   // R2 (PCP rank 1, relative 3-5 head = chunk 1, 6-8 tail = chunk 2): both see chunk 0.
-  EXPECT_EQ(r[2].step.remote.kv_lens, (std::vector<int64_t>{3, 3, 0}));
+  EXPECT_EQ(r[2].step.remote.kv_lens, (std::vector<int64_t>{3, 3}));
   EXPECT_EQ(r[2].step.remote.page_indices, (std::vector<int32_t>{0, 1, 2, 0, 1, 2}));
-  // Shard: B's decode over local_len(41), then A's two PCP blocks of 6 queries over
-  // local_len(24). Of B's 0-40, R0 holds 0-7 and 32-39, R1 8-15 and 40 ((40 / 8) % 4 = 1).
+  // Shard: PCP rank 0's block (B's decode over local_len(41), A's 6 queries over
+  // local_len(24)), then PCP rank 1's (A's 6). Of B's 0-40, R0 holds 0-7 and 32-39, R1 8-15
+  // and 40 ((40 / 8) % 4 = 1).
   EXPECT_EQ(s0.shard.q_indptr, (std::vector<int64_t>{0, 1, 7, 13}));
   EXPECT_EQ(s0.shard.kv_lens, (std::vector<int64_t>{16, 8, 8}));  // B: 0-7, 32-39
   EXPECT_EQ(r[1].step.shard.kv_lens, (std::vector<int64_t>{9, 8, 8}));   // B: 8-15, 40
@@ -126,18 +131,21 @@ TEST(StepPlanner, HandWorkedChunkAndDecodeAtW4) {
     EXPECT_EQ(s0.new_kv_slots[size_t(i)], i >= 8 ? a0 * 16 + i : -1) << i;
     EXPECT_EQ(r[3].step.new_kv_slots[size_t(i)], i < 8 ? a3 * 16 + i : -1) << i;
   }
+  // B's token 40: R1 (PCP rank 0, DCP rank 1) writes it, from its own row; every other rank
+  // only attends to it.
   EXPECT_EQ(s0.decode_slots, (std::vector<int64_t>{-1}));
   EXPECT_EQ(r[1].step.decode_slots, (std::vector<int64_t>{r[1].seqs[1].pages[0] * 16 + 8}));
+  EXPECT_EQ(r[2].step.decode_slots, (std::vector<int64_t>{-1}));
   // K/V gather: no pads here, 6 real rows per PCP rank.
   EXPECT_EQ(s0.gather_counts, (std::vector<int>{6, 6}));
   EXPECT_EQ(s0.gather_displs, (std::vector<int>{0, 6}));
-  // Logits: A's last token (relative 11: chunk 3, PCP rank 0's tail, its local row 5) is the
-  // only row of the final hidden gather, sent by PCP rank 0; B's is local row 6.
-  EXPECT_EQ(s0.logit_rows, (std::vector<int64_t>{0, 6}));
-  EXPECT_EQ(s0.logit_from_gathered, (std::vector<uint8_t>{1, 0}));
-  EXPECT_EQ(s0.hidden_counts, (std::vector<int>{1, 0}));
-  EXPECT_EQ(s0.hidden_displs, (std::vector<int>{0, 1}));
-  EXPECT_EQ(s0.hidden_rows, (std::vector<int64_t>{5}));
+  // Logits, both through the final hidden gather, both sent by PCP rank 0: A's last token
+  // (relative 11: chunk 3, PCP rank 0's tail, its local row 5) and B's (rank 0's row 6).
+  EXPECT_EQ(s0.logit_rows, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(s0.logit_from_gathered, (std::vector<uint8_t>{1, 1}));
+  EXPECT_EQ(s0.hidden_counts, (std::vector<int>{2, 0}));
+  EXPECT_EQ(s0.hidden_displs, (std::vector<int>{0, 2}));
+  EXPECT_EQ(s0.hidden_rows, (std::vector<int64_t>{5, 6}));
   EXPECT_TRUE(r[2].step.hidden_rows.empty());
   EXPECT_EQ(r[2].step.logit_rows, s0.logit_rows);
 }
@@ -172,13 +180,24 @@ void check_step(int64_t pcp, int64_t dcp, const std::vector<SeqSpec>& specs,
     }
     return;
   }
-  // Which (seq, position) each local row of PCP rank p is, by the spec's split (head chunk p,
-  // tail chunk 2P-1-p; rows past n are pads, position -1 here).
+  // The decodes in request order; decode d runs on PCP rank d % pcp, and the shard queries
+  // list PCP rank p's decodes (d = p, p + pcp, ...) at the front of block p.
+  std::vector<int64_t> decodes;
+  for (size_t s = 0; s < specs.size(); ++s)
+    if (specs[s].cached > 0 && specs[s].n == 1) decodes.push_back(int64_t(s));
+  std::vector<int64_t> decodes_in_shard_order;
+  for (int64_t p = 0; p < pcp; ++p)
+    for (size_t d = size_t(p); d < decodes.size(); d += size_t(pcp))
+      decodes_in_shard_order.push_back(decodes[d]);
+  // Which (seq, position) each local row of PCP rank p is: the prefill and chunk requests in
+  // order, by the spec's split (head chunk p, tail chunk 2P-1-p; rows past n are pads,
+  // position -1 here), then the decodes PCP rank p runs.
   auto row_ids = [&](int64_t p, int64_t T) {
     std::vector<std::pair<int64_t, int64_t>> ids;  // (seq, pos or -1)
     for (size_t s = 0; s < specs.size(); ++s) {
       const int64_t C = specs[s].cached, n = specs[s].n;
-      if (pcp == 1 || (C > 0 && n == 1)) {
+      if (C > 0 && n == 1) continue;
+      if (pcp == 1) {
         for (int64_t k = 0; k < n; ++k) ids.push_back({int64_t(s), C + k});
         continue;
       }
@@ -188,6 +207,8 @@ void check_step(int64_t pcp, int64_t dcp, const std::vector<SeqSpec>& specs,
         ids.push_back({int64_t(s), j < n ? C + j : -1});
       }
     }
+    for (size_t d = size_t(p); d < decodes.size(); d += size_t(pcp))
+      ids.push_back({decodes[d], specs[size_t(decodes[d])].cached});
     EXPECT_EQ(int64_t(ids.size()), T) << what;
     return ids;
   };
@@ -281,7 +302,8 @@ void check_step(int64_t pcp, int64_t dcp, const std::vector<SeqSpec>& specs,
       } else {
         visit(st.causal, true, buf);
       }
-      // Shard visibility: decode queries then chunk blocks; for each, every rank's shard.
+      // Shard visibility: block p' = PCP rank p''s [decodes][chunk rows]; for each query,
+      // every rank's shard.
       int64_t chunk_i = 0;
       std::vector<int64_t> chunk_of_row(ids.size(), -1);
       for (int64_t row : st.chunk_rows) chunk_of_row[size_t(row)] = chunk_i++;
@@ -289,10 +311,14 @@ void check_step(int64_t pcp, int64_t dcp, const std::vector<SeqSpec>& specs,
       std::vector<int64_t> decode_of_row(ids.size(), -1);
       for (int64_t row : st.decode_rows) decode_of_row[size_t(row)] = dec_i++;
       const int64_t Td = int64_t(st.decode_rows.size()), Gc = int64_t(st.chunk_rows.size());
+      ASSERT_EQ(st.decode_counts.size(), size_t(pcp)) << what;
+      ASSERT_EQ(st.decode_counts[size_t(p)], Td) << what;
+      int64_t block = 0;  // the first shard query of PCP rank p's block
+      for (int64_t k = 0; k < p; ++k) block += st.decode_counts[size_t(k)] + Gc;
       for (size_t row = 0; row < ids.size(); ++row) {
         int64_t q = -1;
-        if (decode_of_row[row] >= 0) q = decode_of_row[row];
-        if (chunk_of_row[row] >= 0) q = Td + (pcp > 1 ? p : 0) * Gc + chunk_of_row[row];
+        if (decode_of_row[row] >= 0) q = block + decode_of_row[row];
+        if (chunk_of_row[row] >= 0) q = block + Td + chunk_of_row[row];
         if (q < 0) continue;
         const int64_t s = ids[row].first;
         for (int64_t R = 0; R < W; ++R) {
@@ -330,14 +356,10 @@ void check_step(int64_t pcp, int64_t dcp, const std::vector<SeqSpec>& specs,
         ASSERT_EQ(sees[row], want) << what << ": seq " << s << " pos " << pos << " on pcp rank " << p;
       }
     }
-    // Every real new token runs exactly once in each DCP column; a decode token on every
-    // PCP rank (replicated, never split).
-    for (size_t s = 0; s < specs.size(); ++s) {
-      const bool decode = specs[s].cached > 0 && specs[s].n == 1;
+    // Every real new token, a decode's too, runs exactly once in each DCP column.
+    for (size_t s = 0; s < specs.size(); ++s)
       for (int64_t pos = specs[s].cached; pos < specs[s].cached + specs[s].n; ++pos)
-        ASSERT_EQ((runs[{int64_t(s), pos}]), decode ? pcp : 1)
-            << what << ": seq " << s << " pos " << pos;
-    }
+        ASSERT_EQ((runs[{int64_t(s), pos}]), 1) << what << ": seq " << s << " pos " << pos;
   }
   // Cache writes: each real new token once over the W ranks, by its owner, at its slot.
   std::map<std::pair<int64_t, int64_t>, int> writes;
@@ -346,17 +368,16 @@ void check_step(int64_t pcp, int64_t dcp, const std::vector<SeqSpec>& specs,
     const RankStep& st = r.step;
     std::vector<std::pair<int64_t, int64_t>> buf;
     // The new-K/V buffer's rows: pcp > 1: prefill and chunk requests padded, back to back;
-    // pcp == 1: the local rows (a decode row is in it but written through decode_slots).
+    // pcp == 1: the local rows (the decode rows, last, are in it but written through
+    // decode_slots).
     for (size_t s = 0; s < specs.size(); ++s) {
       const int64_t C = specs[s].cached, n = specs[s].n;
-      if (C > 0 && n == 1) {
-        if (pcp == 1) buf.push_back({-1, -1});
-        continue;
-      }
+      if (C > 0 && n == 1) continue;
       const int64_t count = pcp > 1 ? (n + 2 * pcp - 1) / (2 * pcp) * (2 * pcp) : n;
       for (int64_t j = 0; j < count; ++j)
         buf.push_back(j < n ? std::make_pair(int64_t(s), C + j) : std::make_pair(int64_t(-1), int64_t(-1)));
     }
+    if (pcp == 1) buf.resize(buf.size() + decodes.size(), {-1, -1});
     ASSERT_EQ(int64_t(buf.size()), st.new_kv_rows) << what;
     auto check_slot = [&](int64_t s, int64_t pos, int64_t slot) {
       const CpLayout& l = r.layout;
@@ -376,9 +397,11 @@ void check_step(int64_t pcp, int64_t dcp, const std::vector<SeqSpec>& specs,
       }
       check_slot(buf[i].first, buf[i].second, st.new_kv_slots[i]);
     }
-    size_t d = 0;
-    for (size_t s = 0; s < specs.size(); ++s)
-      if (specs[s].cached > 0 && specs[s].n == 1) check_slot(int64_t(s), specs[s].cached, st.decode_slots[d++]);
+    ASSERT_EQ(st.decode_slots.size(), decodes.size()) << what;
+    for (size_t d = 0; d < decodes.size(); ++d) {
+      const int64_t s = decodes_in_shard_order[d];
+      check_slot(s, specs[size_t(s)].cached, st.decode_slots[d]);
+    }
     // Logits: one per sequence, its last new token.
     ASSERT_EQ(st.logit_rows.size(), specs.size()) << what;
     const auto ids = row_ids(r.layout.pcp_rank, st.num_tokens());
