@@ -18,7 +18,7 @@ void put(std::vector<uint8_t>& out, const T* p, size_t n) {
 template <typename T>
 void get(const std::vector<uint8_t>& in, size_t& pos, T* p, size_t n) {
   CPI_CHECK(pos + n * sizeof(T) <= in.size(), "step plan is truncated ({} bytes)", in.size());
-  std::memcpy(p, in.data() + pos, n * sizeof(T));
+  if (n > 0) std::memcpy(p, in.data() + pos, n * sizeof(T));  // p may be null when n == 0
   pos += n * sizeof(T);
 }
 }  // namespace
