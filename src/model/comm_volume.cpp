@@ -66,20 +66,29 @@ TrafficVolume prefill_comm_bytes(const ModelConfig& c, const CommModelLayout& l,
   return v;
 }
 
-TrafficVolume decode_comm_bytes(const ModelConfig& c, const CommModelLayout& l) {
+TrafficVolume decode_comm_bytes(const ModelConfig& c, const CommModelLayout& l, int64_t B) {
+  CPI_CHECK(B >= 1, "comm volume: a step of {} decodes", B);
   const Local h = local_heads(c, l);
-  const int64_t D = c.head_dim, L = c.num_layers;
+  const int64_t D = c.head_dim, L = c.num_layers, P = l.pcp;
+  // Rank 0's decodes (d % P == 0): ceil(B / P) under PCP, all B without.
+  const int64_t mine = P > 1 ? (B + P - 1) / P : B;
   TrafficVolume v{};
   if (l.dcp > 1) {
-    // Per layer: the DCP group's q heads (all-gather), then one all-to-all of partial
-    // states: this rank's heads' O (D floats) and LSE (1) from every other DCP rank.
-    v[size_t(Traffic::QueryGather)] = double(L * (l.dcp - 1) * h.hq * D * 4);
-    v[size_t(Traffic::DcpCombine)] = double(L * (l.dcp - 1) * h.hq * (D + 1) * 4);
+    // Per layer: the DCP group's q heads of every decode (all-gather), then one all-to-all of
+    // partial states: this rank's heads' O (D floats) and LSE (1) from every other DCP rank.
+    v[size_t(Traffic::QueryGather)] = double(L * (l.dcp - 1) * B * h.hq * D * 4);
+    v[size_t(Traffic::DcpCombine)] = double(L * (l.dcp - 1) * B * h.hq * (D + 1) * 4);
   }
-  if (l.pcp > 1)  // per layer: one all-to-all of (O, LSE) from every other PCP rank
-    v[size_t(Traffic::PcpCombine)] = double(L * (l.pcp - 1) * h.hq * (D + 1) * 4);
-  v[size_t(Traffic::LogitsGather)] = logits_gather(c, l, 1);
-  tp_all_reduces(c, l, 1, v);
+  if (P > 1) {
+    // Per layer: the q, k and v rows of the decodes other PCP ranks run (all-gather), then
+    // one all-to-all of (O, LSE) from every other PCP rank, in blocks of the largest rank's
+    // decode count (rank 0's: ceil(B / P)). Then the other ranks' decodes' final hidden rows.
+    v[size_t(Traffic::QueryGather)] += double(L * (B - mine) * (h.hq + 2 * h.hkv) * D * 4);
+    v[size_t(Traffic::PcpCombine)] = double(L * (P - 1) * mine * h.hq * (D + 1) * 4);
+    v[size_t(Traffic::HiddenGather)] = double((B - mine) * c.hidden_size * 4);
+  }
+  v[size_t(Traffic::LogitsGather)] = logits_gather(c, l, B);
+  tp_all_reduces(c, l, mine, v);
   return v;
 }
 

@@ -4,9 +4,10 @@
 // the same functions.
 //
 // Bytes are those world rank 0 receives from other ranks (the textbook algorithm's volume,
-// Comm's recv_bytes), per traffic kind, for ONE request: `prefill` of n tokens into an empty
-// cache (its logits: the last token only), `decode` of one token. Control traffic (the step
-// plans) is not modelled: it is a few hundred bytes per step.
+// Comm's recv_bytes), per traffic kind: `prefill` of ONE request of n tokens into an empty
+// cache (its logits: the last token only), `decode` of a step of B decodes (one token each,
+// every row's logits gathered; B = 1 for one request). Control traffic (the step plans) is
+// not modelled: it is a few hundred bytes per step.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -30,7 +31,10 @@ struct CommModelLayout {
 //   logits_gather 1 row x (151936 - 37984) x 4 B = 455,808
 //   tp_all_reduce 2 per layer x 2 layers x 2 (2-1) x 500 rows x 512 x 4 B / 2 = 4,096,000
 TrafficVolume prefill_comm_bytes(const ModelConfig& c, const CommModelLayout& l, int64_t n);
-TrafficVolume decode_comm_bytes(const ModelConfig& c, const CommModelLayout& l);
+// Under PCP decode d runs on PCP rank d % P, so rank 0 runs ceil(B / P) of the B decodes and
+// receives the others' q, k and v rows and final hidden rows.
+TrafficVolume decode_comm_bytes(const ModelConfig& c, const CommModelLayout& l,
+                                int64_t decodes = 1);
 
 double total_bytes(const TrafficVolume& v);
 

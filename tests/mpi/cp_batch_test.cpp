@@ -9,6 +9,8 @@
 // rank at the end. Last, argmax-only steps (greedy rows: each rank sends each row's best id,
 // not its logits): the ids must equal the argmax of the same layout's logits for identical
 // sequences run as full steps, bit for bit, and the single-rank engine's greedy choices.
+// Every step of 4 or 5 decodes also checks rank 0's bytes per traffic kind against
+// decode_comm_bytes (the formulas of docs/context-parallel.md §11 for a batch of decodes).
 //   usage: cp_batch_test --tp N --pcp M --dcp K --interleave I [--block-size B]
 #include <cmath>
 #include <cstdio>
@@ -23,6 +25,7 @@
 #include "engine/model_runner.h"
 #include "engine/step_executor.h"
 #include "kernels/sampling.h"
+#include "model/comm_volume.h"
 #include "support/mpi_layout.h"
 #include "support/nan_max.h"
 
@@ -333,6 +336,9 @@ int main(int argc, char** argv) {
       }
       std::vector<float> want = base.run(plan);
       check.compare(want, exec.run(plan), V, "4 prefills in one step");
+      // A step of nseq decodes; rank 0's traffic of that step must be what
+      // decode_comm_bytes says for nseq decodes (docs/context-parallel.md §11), kind by kind.
+      const CommModelLayout cml{spec.tp, spec.pcp, spec.dcp, 4};
       auto decode_all = [&](int64_t nseq, const std::vector<float>& logits, const std::string& what) {
         StepPlan d;
         for (int64_t s = 0; s < nseq; ++s) {
@@ -340,7 +346,18 @@ int main(int argc, char** argv) {
           d.tokens.push_back(argmax(logits.data() + s * V, V, global_pool()));
         }
         std::vector<float> w = base.run(d);
+        comm.reset_stats();
         check.compare(w, exec.run(d), V, what);
+        const TrafficVolume want_bytes = decode_comm_bytes(cfg, cml, nseq);
+        for (int t = 0; t < kNumTraffic; ++t) {
+          if (Traffic(t) == Traffic::Control) continue;
+          const double got = double(comm.stats(Traffic(t)).recv_bytes);
+          if (got != want_bytes[size_t(t)]) {
+            std::printf("FAIL %s: %s bytes %.0f, the model says %.0f\n", what.c_str(),
+                        std::string(traffic_name(Traffic(t))).c_str(), got, want_bytes[size_t(t)]);
+            ++check.failures;
+          }
+        }
         return w;
       };
       for (int k = 0; k < 6; ++k) want = decode_all(4, want, "decode step " + std::to_string(k));

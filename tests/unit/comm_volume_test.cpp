@@ -65,5 +65,23 @@ TEST(CommVolume, DecodeTp4Pcp2Dcp2) {
   EXPECT_EQ(at(v, Traffic::KvGather) + at(v, Traffic::HiddenGather), 0.0);
 }
 
+TEST(CommVolume, DecodeBatchUnderPcp) {
+  // pcp 2, 5 decodes: rank 0 runs decodes 0, 2, 4 (3), rank 1 decodes 1, 3. Per layer rank 0
+  // receives rank 1's 2 rows of q | k | v (16 + 2 + 2 heads of 32 floats) and one (O, LSE)
+  // block of 3 rows (the larger rank's count) x 16 heads x 33 floats; then the 2 final hidden
+  // rows of rank 1's decodes and the other half of 5 rows' logits.
+  const TrafficVolume v = decode_comm_bytes(tiny2(), {1, 2, 1, 4}, 5);
+  EXPECT_EQ(at(v, Traffic::QueryGather), 2.0 * 2 * 20 * 32 * 4);
+  EXPECT_EQ(at(v, Traffic::PcpCombine), 2.0 * 3 * 16 * 33 * 4);
+  EXPECT_EQ(at(v, Traffic::HiddenGather), 2.0 * 512 * 4);
+  EXPECT_EQ(at(v, Traffic::LogitsGather), 5.0 * (151936 - 75968) * 4);
+  EXPECT_EQ(at(v, Traffic::KvGather) + at(v, Traffic::DcpCombine) + at(v, Traffic::TpAllReduce),
+            0.0);
+  // One decode is rank 0's: nothing arrives but the combine's and the logits' shares.
+  const TrafficVolume one = decode_comm_bytes(tiny2(), {1, 2, 1, 4}, 1);
+  EXPECT_EQ(at(one, Traffic::QueryGather) + at(one, Traffic::HiddenGather), 0.0);
+  EXPECT_EQ(at(one, Traffic::PcpCombine), 2.0 * 16 * 33 * 4);
+}
+
 }  // namespace
 }  // namespace cpinfer
