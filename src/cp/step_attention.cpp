@@ -111,7 +111,8 @@ void StepAttention::plan(const RankStep& step, const KvCache& cache, ThreadPool&
   s_star_.resize(size_t(Ns * hq_));
   // Exchange blocks of partial states, [O rows | LSEs] per destination rank; the PCP
   // combine's blocks hold the largest rank's decodes and chunk rows.
-  xsend_.resize(size_t(std::max(dcp * Ns, P * (Dmax + Gc)) * hq_ * (D_ + 1)));
+  combine_rows_ = Dmax + Gc;
+  xsend_.resize(size_t(std::max(dcp * Ns, P * combine_rows_) * hq_ * (D_ + 1)));
   xrecv_.resize(xsend_.size());
   merged_.resize(size_t((Td + Gc) * QD));
   merged_lse_.resize(size_t((Td + Gc) * hq_));
@@ -381,8 +382,7 @@ void StepAttention::shard(const RankStep& step, int64_t layer, KvCache& cache, c
   const int64_t M = Td + Gc;
   if (P > 1) {
     TrafficScope traffic(comm_, Traffic::PcpCombine);
-    const int64_t Mx = *std::max_element(step.decode_counts.begin(), step.decode_counts.end()) + Gc;
-    const int64_t blk = Mx * hq_ * (D_ + 1);
+    const int64_t Mx = combine_rows_, blk = Mx * hq_ * (D_ + 1);
     for (int64_t p = 0, first = 0; p < P; ++p) {
       const int64_t rows = step.decode_counts[size_t(p)] + Gc;
       float* ob = &xsend_[size_t(p * blk)];

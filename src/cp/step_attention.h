@@ -93,6 +93,8 @@ class StepAttention {
   // Workspaces (grow to the largest step; reused by every layer).
   // The shard-query gather under PCP (floats): counts and displacements per PCP rank.
   std::vector<int> q_counts_, q_displs_;
+  // Rows of each block of the PCP combine: the largest PCP rank's decodes plus the chunk rows.
+  int64_t combine_rows_ = 0;
   std::vector<float> q_recv_;
   std::vector<float> lse_, send_, gathered_, kbuf_, vbuf_, qs_, qg_, od_, lsed_, mine_, s_star_,
       xsend_, xrecv_, merged_, merged_lse_, lkbuf_, lvbuf_, ro_, rlse_;
