@@ -22,16 +22,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # A fixed pseudo-random prompt of token ids (the same for every run).
 ids=$(awk -v n="$PROMPT_LEN" 'BEGIN { x = 12345; for (i = 0; i < n; ++i) {
   x = (x * 1103515245 + 12345) % 2147483648; printf "%s%d", (i ? "," : ""), 1000 + x % 149000 } }')
-clk=$(getconf CLK_TCK)
-times_file=$(mktemp)
-trap 'rm -f "$times_file"' EXIT
-# Children's user + system CPU time of this shell so far, in jiffies, into $own. `times` runs
-# in this shell (a command substitution would be a subshell, whose children are none).
-own_jiffies() {
-  times > "$times_file"
-  own=$(tail -1 "$times_file" | awk -v c="$clk" '{ s = 0; for (i = 1; i <= 2; ++i) {
-    split($i, a, "m"); s += a[1] * 60 + a[2] } printf "%d", s * c }')
-}
 for ((round = 1; round <= ROUNDS; ++round)); do
   for spec in "$@"; do
     label=${spec%%=*} bin=${spec#*=}

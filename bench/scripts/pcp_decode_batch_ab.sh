@@ -23,16 +23,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 [[ -f "$MODEL/config.json" ]] || { echo "no model at $MODEL (cpinfer make-model)" >&2; exit 2; }
 mkdir -p "$(dirname "$OUT")"
 cpu=$(lscpu | sed -n 's/^Model name: *//p')
-clk=$(getconf CLK_TCK)
-times_file=$(mktemp)
-trap 'rm -f "$times_file"' EXIT
-# Children's user + system CPU time of this shell so far (the clients it waited for), in
-# jiffies, into $own. `times` runs in this shell (a command substitution is a subshell).
-own_jiffies() {
-  times >"$times_file"
-  own=$(tail -1 "$times_file" | awk -v c="$clk" '{ s = 0; for (i = 1; i <= 2; ++i) {
-    split($i, a, "m"); s += a[1] * 60 + a[2] } printf "%d", s * c }')
-}
 for round in $(seq "$ROUNDS"); do
   for spec in "$@"; do
     label=${spec%%=*} bin=${spec#*=}

@@ -9,3 +9,14 @@ tree_jiffies() {
   for p in $pids; do [[ -r /proc/$p/stat ]] && total=$((total + $(awk '{print $14+$15}' "/proc/$p/stat"))); done
   echo "$total"
 }
+# own_jiffies: user + system CPU time of the calling shell's waited-for children so far, in
+# jiffies, into $own. `times` runs in this shell, into a file (in a command substitution or a
+# pipe it would run in a subshell, whose children are none).
+own_jiffies() {
+  local f
+  f=$(mktemp)
+  times >"$f"
+  own=$(tail -1 "$f" | awk -v c="$(getconf CLK_TCK)" '{ s = 0; for (i = 1; i <= 2; ++i) {
+    split($i, a, "m"); s += a[1] * 60 + a[2] } printf "%d", s * c }')
+  rm -f "$f"
+}
