@@ -100,7 +100,7 @@ void StepAttention::plan(const RankStep& step, const KvCache& cache, ThreadPool&
     q_displs_.push_back(int(off));
     off += q_counts_.back();
   }
-  send_.resize(size_t(Td * (QD + 2 * KD) + Gc * QD));
+  send_.resize(P > 1 ? size_t(Td * (QD + 2 * KD) + Gc * QD) : 0);  // no gather without PCP
   q_recv_.resize(P > 1 ? size_t(q_displs_.back() + q_counts_.back()) : 0);
   gathered_.resize(size_t(dcp * Ns * QD));
   qs_.resize(size_t(Ns * QD));
