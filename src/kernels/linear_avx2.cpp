@@ -224,6 +224,29 @@ struct Avx2Gemm {
     }
   }
 
+  // xp[k * mr + i] = x[i * ldx + k] for i < mr (<= 6), k < kc: 8 x 8 blocks transposed in
+  // registers (rows mr..7 zero). Row j of a transposed block (k = k0 + j) is stored whole at
+  // xp + k * mr: its lanes past mr land on the next k's slots, which the next store (k + 1)
+  // then overwrites, so the stores go in increasing k and the last one writes 8 - mr floats
+  // past mr * kc (the driver's x scratch has kXPackSlack floats of room). Example, mr 6:
+  // block k0 = 8 holds x[0..5, 8..15]; its row 2 is x[0..5, 10] and goes to xp[60 .. 65]
+  // (lanes 6, 7 to xp[66, 67], rewritten by k = 11).
+  static void pack_x(const float* x, int64_t ldx, int mr, int64_t kc, float* xp) {
+    for (int64_t k0 = 0; k0 < kc; k0 += 8) {
+      const int cnt = int(std::min<int64_t>(8, kc - k0));
+      __m256 r[8];
+      if (cnt == 8) {
+        for (int i = 0; i < mr; ++i) r[i] = _mm256_loadu_ps(x + i * ldx + k0);
+      } else {
+        const __m256i m = tail_mask(cnt);
+        for (int i = 0; i < mr; ++i) r[i] = _mm256_maskload_ps(x + i * ldx + k0, m);
+      }
+      for (int i = mr; i < 8; ++i) r[i] = _mm256_setzero_ps();
+      transpose8(r);
+      for (int j = 0; j < cnt; ++j) _mm256_storeu_ps(xp + (k0 + j) * mr, r[j]);
+    }
+  }
+
   // y[i, 0:nv] (+)= sum_k xp[k * MR + i] * wp[k * 16 + 0:nv], i < MR.
   template <int MR>
   static void micro_t(int64_t kc, const float* xp, const float* wp, float* y, int64_t ldy,

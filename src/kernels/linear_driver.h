@@ -256,6 +256,10 @@ void pack_w_q8_0(const WeightView& w, int64_t row0, int rows, int64_t k0, int64_
   Kern::pack_w(f32, 0, rows, 0, kc, dst);
 }
 
+// Floats of room past kMr * kc in the x scratch: an ISA's pack_x may store whole vectors
+// whose last lanes fall past the tile (linear_avx2.cpp).
+inline constexpr int64_t kXPackSlack = 16;
+
 template <typename Kern>
 void gemm_task(const float* x, int64_t ldx, const WeightView& w, const float* bias, float* y,
                int64_t ldy, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
@@ -269,7 +273,7 @@ void gemm_task(const float* x, int64_t ldx, const WeightView& w, const float* bi
   const int64_t chunk_strips_max = ceil_div(strips, n_chunks);
   const int64_t m_tiles = ceil_div<int64_t>(m1 - m0, Kern::kMr);
   float* wpack = thread_scratch(0, size_t(chunk_strips_max * NR * kc_max));
-  float* xpack = thread_scratch(1, size_t(Kern::kMr * kc_max));
+  float* xpack = thread_scratch(1, size_t(Kern::kMr * kc_max + kXPackSlack));
 
   for (int64_t c = 0; c < n_chunks; ++c) {
     const int64_t s0 = split_point(strips, n_chunks, c);
