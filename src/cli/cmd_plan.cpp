@@ -2,12 +2,15 @@
 // this machine's per-core rates with short runs of the engine's own kernels on the model's
 // shapes (model/layout_calibration.h), then predicts every valid (tp, pcp,
 // dcp, interleave) with the cost model of model/layout_cost.h and recommends the layout that
-// fits in memory and minimises TTFT + output_len x ITL (the time of one request).
+// fits in memory and minimises TTFT + output_len x ITL (the time of one request). With
+// --concurrency B the decode step, the KV and the memory check hold B sequences of
+// --context-len tokens each, and each layout also reports how many such sequences fit.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,7 @@ namespace {
 struct PlanArgs {
   std::string model, kv_dtype = "auto";
   int64_t context_len = 0, hosts = 1, cores_per_host = 0, block_size = 16, output_len = 256;
+  int64_t concurrency = 1;
   double link_gbps = 25, memory_gib = 0, link_latency_us = 50;
   double gemm_gflops = 0, attn_gflops = 0, read_gbps = 0, local_gbps = 0, weight_read_gbps = 0;
   double lm_head_read_gbps = 0;
@@ -53,7 +57,11 @@ nlohmann::json estimate_json(const LayoutEstimate& e) {
           {"weight_bytes_per_rank", e.weight_bytes_per_rank},
           {"memory_bytes_per_host", e.memory_bytes_per_host},
           {"comm_bytes_per_step", e.comm_bytes_per_step},
-          {"comm_bytes_decode_step", e.comm_bytes_decode_step}, {"fits", e.fits}};
+          {"comm_bytes_decode_step", e.comm_bytes_decode_step},
+          {"decode_tokens_per_s", e.decode_tokens_per_s},
+          {"max_concurrency",
+           e.max_concurrency < 0 ? nlohmann::json(nullptr) : nlohmann::json(e.max_concurrency)},
+          {"fits", e.fits}};
 }
 
 std::string layout_name(const LayoutChoice& l) {
@@ -79,13 +87,20 @@ int run_plan(const PlanArgs& a) {
   // Every rate given on the command line: nothing to calibrate (projections with fixed
   // constants, scripts).
   const bool given = a.gemm_gflops > 0 && a.attn_gflops > 0 && a.read_gbps > 0 && a.local_gbps > 0;
+  const std::vector<LayoutChoice> layouts = candidate_layouts(c, m, a.block_size);
+  CPI_CHECK(!layouts.empty(), "no valid layout for {} hosts of {} cores and this model's {} q / "
+            "{} KV heads", m.hosts, m.cores_per_host, c.num_q_heads, c.num_kv_heads);
+  // The decode row counts the layouts need: rank 0's rows of the layers, every row of the
+  // LM head (layout_cost.h).
+  std::set<int64_t> decode_rows = {a.concurrency};
+  for (const LayoutChoice& l : layouts) decode_rows.insert(decode_layer_rows(l, a.concurrency));
   LayoutCalibration cal;
   if (!given) {
     if (!a.json) {
       std::fprintf(stderr, "calibrating this machine's kernels (a few seconds)...\n");
       std::fflush(stderr);
     }
-    cal = calibrate_layout_rates(c, kv_bytes, global_pool());
+    cal = calibrate_layout_rates(c, kv_bytes, global_pool(), decode_rows);
   }
   m.gemm_gflops_per_core = a.gemm_gflops > 0 ? a.gemm_gflops : cal.gemm_gflops_per_core;
   m.attn_gflops_per_core = a.attn_gflops > 0 ? a.attn_gflops : cal.attn_gflops_per_core;
@@ -97,15 +112,18 @@ int run_plan(const PlanArgs& a) {
   m.lm_head_read_gbps_per_core = a.lm_head_read_gbps > 0 ? a.lm_head_read_gbps
                                  : given                 ? m.weight_read_gbps_per_core
                                                          : cal.lm_head_read_gbps_per_core;
+  // The rates at several rows belong to the calibrated one-row rates: an override of the
+  // one-row rate drops them (the roofline from the given rate then applies).
+  if (a.weight_read_gbps <= 0) m.weight_read_gbps_at_rows = cal.weight_read_gbps_at_rows;
+  if (a.lm_head_read_gbps <= 0 && a.weight_read_gbps <= 0)
+    m.lm_head_read_gbps_at_rows = cal.lm_head_read_gbps_at_rows;
   // MPI's shared-memory transport copies through a buffer: about half of one core's
   // streaming read rate per rank.
   m.local_gbps = a.local_gbps > 0 ? a.local_gbps : cal.read_gbps_1t / 2;
 
   std::vector<LayoutEstimate> est;
-  for (const LayoutChoice& l : candidate_layouts(c, m, a.block_size))
-    est.push_back(estimate_layout(c, l, m, a.context_len, kv_bytes));
-  CPI_CHECK(!est.empty(), "no valid layout for {} hosts of {} cores and this model's {} q / {} "
-            "KV heads", m.hosts, m.cores_per_host, c.num_q_heads, c.num_kv_heads);
+  for (const LayoutChoice& l : layouts)
+    est.push_back(estimate_layout(c, l, m, a.context_len, kv_bytes, a.concurrency));
   auto score = [&](const LayoutEstimate& e) { return e.ttft_s + double(a.output_len) * e.itl_s; };
   std::stable_sort(est.begin(), est.end(), [&](const LayoutEstimate& x, const LayoutEstimate& y) {
     if (x.fits != y.fits) return x.fits;
@@ -119,6 +137,7 @@ int run_plan(const PlanArgs& a) {
     j["context_len"] = a.context_len;
     j["kv_cache_dtype"] = kv_bytes == 2 ? "bf16" : "f32";
     j["output_len"] = a.output_len;
+    j["concurrency"] = a.concurrency;
     j["machine"] = {{"hosts", m.hosts}, {"cores_per_host", m.cores_per_host},
                     {"memory_bytes_per_host", m.memory_bytes_per_host},
                     {"link_gbps", m.link_gbps}, {"link_latency_s", m.link_latency_s},
@@ -137,14 +156,26 @@ int run_plan(const PlanArgs& a) {
                         {"lm_head_read_gbps_per_core", cal.lm_head_read_gbps_per_core},
                         {"read_gbps_1t", cal.read_gbps_1t},
                         {"fma_gflops_1t", cal.fma_gflops_1t}};
+    if (!given) {
+      // The rates at more rows than one, as measured (before any override).
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& [r, gbps] : cal.weight_read_gbps_at_rows)
+        rows.push_back({{"rows", r}, {"weight_read_gbps_per_core", gbps},
+                        {"lm_head_read_gbps_per_core", cal.lm_head_read_gbps_at_rows.at(r)}});
+      j["calibration"]["decode_rows"] = rows;
+    }
     j["layouts"] = nlohmann::json::array();
     for (const LayoutEstimate& e : est) j["layouts"].push_back(estimate_json(e));
     j["recommended"] = best ? estimate_json(*best) : nlohmann::json(nullptr);
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("%s at %lld tokens (KV %s), %lld host(s) x %lld cores, %.0f Gbit/s, %.1f GiB per host\n",
-              a.model.c_str(), (long long)a.context_len, kv_bytes == 2 ? "bf16" : "f32",
+  std::printf("%s at %lld tokens%s (KV %s), %lld host(s) x %lld cores, %.0f Gbit/s, %.1f GiB per host\n",
+              a.model.c_str(), (long long)a.context_len,
+              a.concurrency > 1
+                  ? (" x " + std::to_string(a.concurrency) + " sequences decoding together").c_str()
+                  : "",
+              kv_bytes == 2 ? "bf16" : "f32",
               (long long)m.hosts, (long long)m.cores_per_host, m.link_gbps,
               m.memory_bytes_per_host / double(int64_t(1) << 30));
   std::printf("%s per core: GEMM %.1f GFLOP/s, attention %.1f GFLOP/s, read %.1f GB/s, "
@@ -152,8 +183,8 @@ int run_plan(const PlanArgs& a) {
               given ? "given" : "calibrated", m.gemm_gflops_per_core, m.attn_gflops_per_core,
               m.read_gbps_per_core, m.weight_read_gbps_per_core, m.lm_head_read_gbps_per_core,
               m.local_gbps);
-  std::printf("%-34s %8s %10s %10s %12s %12s %5s\n", "layout", "threads", "ttft_s", "itl_s",
-              "kv/rank GiB", "comm/step MB", "fits");
+  std::printf("%-34s %8s %10s %10s %10s %12s %12s %9s %5s\n", "layout", "threads", "ttft_s",
+              "itl_s", "decode t/s", "kv/rank GiB", "comm/step MB", "max seqs", "fits");
   // The interleave changes only how evenly the KV spreads (at most one unit): a layout that
   // differs from the row above only by it is not printed again.
   int shown = 0;
@@ -168,10 +199,11 @@ int run_plan(const PlanArgs& a) {
         continue;
     }
     ++shown;
-    std::printf("%-34s %8lld %10.3f %10.4f %12.3f %12.2f %5s\n", layout_name(e.layout).c_str(),
-                (long long)e.layout.threads_per_rank, e.ttft_s, e.itl_s,
-                e.kv_bytes_per_rank / double(int64_t(1) << 30), e.comm_bytes_per_step / 1e6,
-                e.fits ? "yes" : "no");
+    const std::string max_seqs = e.max_concurrency < 0 ? "-" : std::to_string(e.max_concurrency);
+    std::printf("%-34s %8lld %10.3f %10.4f %10.1f %12.3f %12.2f %9s %5s\n",
+                layout_name(e.layout).c_str(), (long long)e.layout.threads_per_rank, e.ttft_s,
+                e.itl_s, e.decode_tokens_per_s, e.kv_bytes_per_rank / double(int64_t(1) << 30),
+                e.comm_bytes_per_step / 1e6, max_seqs.c_str(), e.fits ? "yes" : "no");
   }
   if (i < est.size()) std::printf("... %zu more (--top N, or --json for all)\n", est.size() - i);
   if (best)
@@ -213,13 +245,19 @@ void register_plan(CLI::App& app, CommandAction* action) {
   cmd->add_option("--output-len", a->output_len,
                   "Generated tokens the recommendation weighs: TTFT + output_len x ITL")
       ->capture_default_str()->check(CLI::Range(int64_t(0), int64_t(1) << 30));
+  cmd->add_option("--concurrency", a->concurrency,
+                  "Sequences decoding together, each of --context-len tokens: the decode step "
+                  "(ITL), the KV per rank and the memory check hold them all")
+      ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   cmd->add_option("--gemm-gflops-per-core", a->gemm_gflops, "Override the calibrated GEMM rate")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--attention-gflops-per-core", a->attn_gflops,
                   "Override the calibrated attention rate")->check(CLI::PositiveNumber);
   cmd->add_option("--weight-read-gbps-per-core", a->weight_read_gbps,
                   "Override the calibrated decode GEMV rate over the weights (GB/s per core; "
-                  "default with every other rate given: the read bandwidth)")
+                  "default with every other rate given: the read bandwidth); with "
+                  "--concurrency, more rows than one then take the roofline of this rate and "
+                  "the GEMM rate")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--lm-head-read-gbps-per-core", a->lm_head_read_gbps,
                   "Override the calibrated one-row LM head GEMV rate (GB/s per core; default "

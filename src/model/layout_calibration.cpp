@@ -142,7 +142,7 @@ class LayerPass {
 }  // namespace
 
 LayoutCalibration calibrate_layout_rates(const ModelConfig& c, int64_t kv_bytes,
-                                         ThreadPool& pool) {
+                                         ThreadPool& pool, const std::set<int64_t>& decode_rows) {
   LayoutCalibration cal;
   cal.threads = int(pool.size());
   std::mt19937 rng(1);
@@ -193,28 +193,39 @@ LayoutCalibration calibrate_layout_rates(const ModelConfig& c, int64_t kv_bytes,
     const double flops = 4.0 * double(D) * double(S) * double(S + 1) / 2 * double(hq);
     cal.attn_gflops_per_core = flops / s / 1e9 / cal.threads;
   }
+  // The decode rates: one row (every layout's single decode), then each row count asked for.
+  std::vector<int64_t> rows_list = {1};
+  for (int64_t r : decode_rows)
+    if (r > 1 && r <= kMaxCalibratedDecodeRows) rows_list.push_back(r);
   {
     // Enough copies of the layer that the set (>= 256 MiB) is far larger than the caches.
     const double target = double(int64_t(256) << 20);
     const double layer_bytes = double(layer_macs) * (c.torch_dtype != "float32" ? 2.0 : 4.0);
     const int64_t copies = std::max<int64_t>(2, int64_t(std::ceil(target / layer_bytes)));
-    LayerPass pass(c, 1, copies, rng);
-    const double s = time_median(0.3, [&] {
-      for (int64_t i = 0; i < pass.copies(); ++i) pass.run(i, pool);
-    });
-    cal.weight_read_gbps_per_core =
-        pass.layer_bytes() * double(copies) / s / 1e9 / cal.threads;
+    for (int64_t rows : rows_list) {
+      LayerPass pass(c, rows, copies, rng);
+      const double s = time_median(0.3, [&] {
+        for (int64_t i = 0; i < pass.copies(); ++i) pass.run(i, pool);
+      });
+      const double gbps = pass.layer_bytes() * double(copies) / s / 1e9 / cal.threads;
+      if (rows == 1) cal.weight_read_gbps_per_core = gbps;
+      else cal.weight_read_gbps_at_rows[rows] = gbps;
+    }
   }
   {
     const int64_t V = c.vocab_size, H = c.hidden_size;
     WeightBlock head(V * H, c.torch_dtype != "float32", rng);
-    std::vector<float> x(static_cast<size_t>(H)), y(static_cast<size_t>(V));
-    for (float& v : x) v = u(rng);
     const WeightView w = head.view(0, V, H);
-    const double s =
-        time_median(0.2, [&] { linear(x.data(), 1, H, w, nullptr, y.data(), V, pool); });
     const double bytes = double(V * H) * (c.torch_dtype != "float32" ? 2.0 : 4.0);
-    cal.lm_head_read_gbps_per_core = bytes / s / 1e9 / cal.threads;
+    for (int64_t rows : rows_list) {
+      std::vector<float> x(size_t(rows * H)), y(size_t(rows * V));
+      for (float& v : x) v = u(rng);
+      const double s =
+          time_median(0.2, [&] { linear(x.data(), rows, H, w, nullptr, y.data(), V, pool); });
+      const double gbps = bytes / s / 1e9 / cal.threads;
+      if (rows == 1) cal.lm_head_read_gbps_per_core = gbps;
+      else cal.lm_head_read_gbps_at_rows[rows] = gbps;
+    }
   }
   PeakOptions po;
   po.seconds = 0.1;

@@ -12,9 +12,16 @@
 //                  every layer once: bytes of weights per second, pool dispatches included
 //   LM head        the one-row GEMV over the [vocab, hidden] matrix (cold: it is far larger
 //                  than the caches)
+//   decode rows    the decode layer and the LM head again at each row count asked for
+//                  (decode steps of several sequences: rank 0's rows of a layout), up to
+//                  kMaxCalibratedDecodeRows; still counted in bytes of weights per second
 //   reads          bench peak's streaming read (the KV cache in decode)
 // Every rate is per core with every thread of `pool` busy.
 #pragma once
+#include <cstdint>
+#include <map>
+#include <set>
+
 #include "core/thread_pool.h"
 #include "model/model_config.h"
 
@@ -24,12 +31,21 @@ struct LayoutCalibration {
   double gemm_gflops_per_core = 0, attn_gflops_per_core = 0, read_gbps_per_core = 0;
   double weight_read_gbps_per_core = 0, lm_head_read_gbps_per_core = 0;
   double read_gbps_1t = 0, fma_gflops_1t = 0;
+  // Rows -> GB/s of weights per core, for the row counts asked for (> 1).
+  std::map<int64_t, double> weight_read_gbps_at_rows, lm_head_read_gbps_at_rows;
   int threads = 1;
 };
 
-// kv_bytes: 2 (bf16 cache) or 4 (f32). Takes a few seconds (more for 7B-class shapes, whose
-// layer and LM head are allocated here: about 1.5 GB for Llama-3.1-8B in bf16).
+// Decode row counts above this are not calibrated (their passes take long, and they are
+// bound by the FLOPs, which the prefill GEMM rate models): the cost model's roofline.
+inline constexpr int64_t kMaxCalibratedDecodeRows = 64;
+
+// kv_bytes: 2 (bf16 cache) or 4 (f32). decode_rows: row counts > 1 to calibrate the decode
+// layer and the LM head at (those above kMaxCalibratedDecodeRows are skipped). Takes a few
+// seconds, plus about half a second per row count (more for 7B-class shapes, whose layer
+// and LM head are allocated here: about 1.5 GB for Llama-3.1-8B in bf16).
 LayoutCalibration calibrate_layout_rates(const ModelConfig& c, int64_t kv_bytes,
-                                         ThreadPool& pool);
+                                         ThreadPool& pool,
+                                         const std::set<int64_t>& decode_rows = {});
 
 }  // namespace cpinfer

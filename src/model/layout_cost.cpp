@@ -35,7 +35,28 @@ struct Link {
   }
 };
 
+// Seconds for `cores` cores to run `rows` rows through `bytes` of weights holding
+// `macs_per_row` multiply-adds: at the rate calibrated for that many rows, or (not
+// calibrated) the larger of reading the weights at the one-row rate and the FLOPs at the
+// GEMM rate. Example: 100 MB of bf16 weights (50 M MACs per row), 8 rows, 2 cores, one-row
+// rate 10 GB/s, GEMM 50 GFLOP/s per core: max(100e6 / 20e9, 8 x 2 x 50e6 / 100e9) = 8 ms.
+double weight_pass_s(double bytes, double macs_per_row, int64_t rows, double cores,
+                     double one_row_gbps, const std::map<int64_t, double>& at_rows,
+                     double gemm_gflops) {
+  if (rows > 1) {
+    if (auto it = at_rows.find(rows); it != at_rows.end())
+      return bytes / (cores * it->second * 1e9);
+    return std::max(bytes / (cores * one_row_gbps * 1e9),
+                    2.0 * double(rows) * macs_per_row / (cores * gemm_gflops * 1e9));
+  }
+  return bytes / (cores * one_row_gbps * 1e9);
+}
+
 }  // namespace
+
+int64_t decode_layer_rows(const LayoutChoice& l, int64_t concurrency) {
+  return (concurrency + l.pcp - 1) / l.pcp;
+}
 
 std::vector<LayoutChoice> candidate_layouts(const ModelConfig& c, const MachineSpec& m,
                                             int64_t block_size) {
@@ -73,10 +94,14 @@ std::vector<LayoutChoice> candidate_layouts(const ModelConfig& c, const MachineS
 }
 
 LayoutEstimate estimate_layout(const ModelConfig& c, const LayoutChoice& l,
-                               const MachineSpec& m, int64_t n, int64_t kv_bytes) {
+                               const MachineSpec& m, int64_t n, int64_t kv_bytes,
+                               int64_t concurrency) {
   CPI_CHECK(n >= 1, "plan: --context-len must be >= 1, found {}", n);
+  CPI_CHECK(concurrency >= 1, "plan: --concurrency must be >= 1, found {}", concurrency);
+  const int64_t B = concurrency;
   LayoutEstimate e;
   e.layout = l;
+  e.concurrency = B;
   e.ranks = l.tp * l.pcp;
   e.ranks_per_host = std::max<int64_t>(1, e.ranks / m.hosts);
   const int64_t P = l.pcp, L = c.num_layers, H = c.hidden_size, D = c.head_dim;
@@ -132,18 +157,31 @@ LayoutEstimate estimate_layout(const ModelConfig& c, const LayoutChoice& l,
   cp.dcp = l.dcp;
   cp.interleave = l.interleave;
   const double kv_token_local = 2.0 * double(L) * double(hkv) * double(D) * double(kv_bytes);
-  e.kv_bytes_per_rank = double(cp.local_len(n, 0)) * kv_token_local;
+  const double kv_per_seq = double(cp.local_len(n, 0)) * kv_token_local;
+  e.kv_bytes_per_rank = double(B) * kv_per_seq;
   e.memory_bytes_per_host = double(e.ranks_per_host) * (e.weight_bytes_per_rank + e.kv_bytes_per_rank);
   e.fits = m.memory_bytes_per_host <= 0 || e.memory_bytes_per_host <= 0.9 * m.memory_bytes_per_host;
+  if (m.memory_bytes_per_host > 0) {
+    // The fits rule solved for B: ranks_per_host x (weights + B x kv_per_seq) <= 0.9 x memory.
+    const double room = 0.9 * m.memory_bytes_per_host / double(e.ranks_per_host) -
+                        e.weight_bytes_per_rank;
+    e.max_concurrency = room <= 0 ? 0 : int64_t(std::floor(room / kv_per_seq));
+  }
 
-  // ---- Decode (one token after n cached).
-  // The layers' TP shard of the weights at the decode layers' calibrated rate, the LM head
-  // (cut over every rank) at its GEMV's rate, the rank's KV at the streaming read rate.
+  // ---- Decode (one step of B tokens, each after n cached).
+  // The layers' TP shard of the weights for rank 0's ceil(B / P) rows, the LM head (cut over
+  // every rank) for all B rows, each at its rate for that many rows; the rank's KV of every
+  // sequence at the streaming read rate.
   const double layer_bytes = double(linear_macs_per_token(c)) * wb / double(l.tp);
-  e.decode_read_s = layer_bytes / (cores_per_rank * weight_gbps * 1e9) +
-                    head_bytes / (cores_per_rank * head_gbps * 1e9) +
-                    e.kv_bytes_per_rank / (cores_per_rank * m.read_gbps_per_core * 1e9);
-  const TrafficVolume dv = decode_comm_bytes(c, cml);
+  const double layer_macs = double(linear_macs_per_token(c)) / double(l.tp);
+  const double head_macs = double(c.vocab_size) * double(H) / double(l.tp * P);
+  e.decode_read_s =
+      weight_pass_s(layer_bytes, layer_macs, decode_layer_rows(l, B), cores_per_rank,
+                    weight_gbps, m.weight_read_gbps_at_rows, m.gemm_gflops_per_core) +
+      weight_pass_s(head_bytes, head_macs, B, cores_per_rank, head_gbps,
+                    m.lm_head_read_gbps_at_rows, m.gemm_gflops_per_core) +
+      e.kv_bytes_per_rank / (cores_per_rank * m.read_gbps_per_core * 1e9);
+  const TrafficVolume dv = decode_comm_bytes(c, cml, B);
   if (l.dcp > 1) {
     e.decode_comm_s += tp_link.time(at(dv, Traffic::QueryGather), L * (l.dcp - 1));
     e.decode_comm_s += tp_link.time(at(dv, Traffic::DcpCombine), L * (l.dcp - 1));
@@ -152,6 +190,7 @@ LayoutEstimate estimate_layout(const ModelConfig& c, const LayoutChoice& l,
   if (l.tp > 1) e.decode_comm_s += tp_link.time(at(dv, Traffic::TpAllReduce), 2 * L * 2 * (l.tp - 1));
   if (e.ranks > 1) e.decode_comm_s += logits_link.time(at(dv, Traffic::LogitsGather), e.ranks - 1);
   e.itl_s = e.decode_read_s + e.decode_comm_s;
+  e.decode_tokens_per_s = double(B) / e.itl_s;
   e.comm_bytes_decode_step = total_bytes(dv);
   return e;
 }

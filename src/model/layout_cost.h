@@ -9,16 +9,23 @@
 //            head for the prompt's last row (as in decode); communication: the
 //            bytes of model/comm_volume.h over the link each group uses, plus a latency per
 //            collective step. No overlap (the engine's collectives block).
-//   decode   the weights a rank reads (one request's decode runs on PCP rank 0, which reads
-//            the linear layers / tp; the LM head / (tp pcp) on every rank) at the calibrated rates of the decode layers and of the LM head
-//            GEMV, its KV shard at the streaming read rate, plus the decode step's
-//            communication.
+//   decode   a step of B decodes (B = the concurrency: sequences decoding together, each
+//            after n cached tokens). Decode d runs its linear layers on PCP rank d % P, so
+//            rank 0 runs ceil(B / P) rows of the layers' TP shard; the LM head is cut over
+//            every rank (/ (tp pcp)) for all B rows; every rank reads its KV shard of every
+//            sequence. The layers and the LM head take the rate calibrated at that many rows
+//            (the decode GEMV's at one row: bound by reading the weights; at more rows the
+//            FLOPs per weight byte grow and the rate is measured, see layout_calibration.h);
+//            at a row count not calibrated, the larger of reading the weights at the
+//            one-row rate and the FLOPs at the prefill GEMM rate. KV at the streaming read
+//            rate, plus the step's communication (model/comm_volume.h for B decodes).
 //   ranks    world rank g on host g / ranks_per_host; a TP group must stay inside a host.
 //            More ranks than cores on a host (oversubscribed) time-share the cores.
 // Rates are per core and come from calibration runs of this binary's kernels on the
 // machine at hand (model/layout_calibration.h); a projection to other hosts assumes their cores match.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "model/comm_volume.h"
@@ -42,6 +49,9 @@ struct MachineSpec {
   // The one-row LM head GEMV's rate over the [vocab, hidden] matrix, GB/s per core; 0: the
   // decode GEMV's rate.
   double lm_head_read_gbps_per_core = 0;
+  // The same two rates at more rows than one (decode steps of several sequences): rows ->
+  // GB/s of weights per core. A row count missing here takes the roofline described above.
+  std::map<int64_t, double> weight_read_gbps_at_rows, lm_head_read_gbps_at_rows;
   bool oversubscribe = false;        // allow more ranks than cores on a host
 };
 
@@ -58,6 +68,11 @@ struct LayoutEstimate {
   double kv_bytes_per_rank = 0, weight_bytes_per_rank = 0, memory_bytes_per_host = 0;
   double comm_bytes_per_step = 0;  // the prefill step (rank 0 receives)
   double comm_bytes_decode_step = 0;
+  int64_t concurrency = 1;           // B: the decode step and the KV above hold B sequences
+  double decode_tokens_per_s = 0;    // B / itl_s
+  // The most sequences of n tokens whose KV fits beside the weights (0: not even one; -1:
+  // memory unknown).
+  int64_t max_concurrency = -1;
   bool fits = false;
 };
 
@@ -68,8 +83,13 @@ struct LayoutEstimate {
 std::vector<LayoutChoice> candidate_layouts(const ModelConfig& c, const MachineSpec& m,
                                             int64_t block_size);
 
-// kv_bytes: bytes per cached K/V element (f32 4, bf16 2).
+// kv_bytes: bytes per cached K/V element (f32 4, bf16 2); concurrency: B above.
 LayoutEstimate estimate_layout(const ModelConfig& c, const LayoutChoice& l,
-                               const MachineSpec& m, int64_t context_len, int64_t kv_bytes);
+                               const MachineSpec& m, int64_t context_len, int64_t kv_bytes,
+                               int64_t concurrency = 1);
+
+// The rows of the linear layers' decode pass on the busiest rank of layout l in a step of
+// `concurrency` decodes: ceil(B / pcp) (decode d runs on PCP rank d % pcp).
+int64_t decode_layer_rows(const LayoutChoice& l, int64_t concurrency);
 
 }  // namespace cpinfer

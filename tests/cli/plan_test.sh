@@ -78,12 +78,53 @@ if (h.machine.lm_head_read_gbps_per_core !== 2) fail(`LM head rate ${h.machine.l
 if (!near(solo(h).decode_read_s, 17301504 / 16e9 + 311164928 / 8e9 + 1024000 / 32e9)) fail(`decode_read_s with the LM head rate ${solo(h).decode_read_s}`);
 console.log('ok   decode time = layers at the GEMV rate + LM head at its rate + KV at the read rate');
 JS
+# Several sequences decoding together (--concurrency B): rank 0 runs ceil(B / pcp) rows of
+# the layers and all B rows of its cut of the LM head; with every rate given (nothing
+# calibrated at more rows) each pass takes the larger of reading its weights at the one-row
+# rate and its FLOPs at the GEMM rate. At B = 64 on tiny (f32, 2 layers) both passes are
+# bound by the FLOPs: one rank of 4 cores, layers max(17301504 / 16e9, 2 x 64 x 4325376 /
+# 200e9) s. The KV per rank and the memory check hold all B sequences; max_concurrency is
+# the memory rule solved for B.
+for b in 64 200; do
+  "$CPINFER" plan --model "$TMP/tiny" --context-len 1000 --cores-per-host 4 --memory-gib 0.5 "${RATES[@]}" \
+    --weight-read-gbps-per-core 4 --concurrency $b --json >"$TMP/conc-$b.json"
+done
+node - "$TMP" <<'JS'
+const fs = require('fs');
+const load = (n) => JSON.parse(fs.readFileSync(`${process.argv[2]}/${n}.json`, 'utf8'));
+const fail = (m) => { console.error('FAIL:', m); process.exit(1); };
+const near = (a, b) => Math.abs(a - b) <= 1e-12 + 1e-9 * Math.abs(b);
+const j = load('conc-64'), big = load('conc-200');
+if (j.concurrency !== 64) fail(`concurrency ${j.concurrency}`);
+const find = (x, tp, pcp) => x.layouts.find((l) => l.tp === tp && l.pcp === pcp && l.dcp === 1 && l.interleave === 1);
+const layersB = 17301504, layersMacs = 4325376, headB = 311164928, headMacs = 151936 * 512, kv1 = 1024000;
+const pass = (bytes, macs, rows, cores) => Math.max(bytes / (cores * 4e9), 2 * rows * macs / (cores * 50e9));
+const solo = find(j, 1, 1), pcp2 = find(j, 1, 2);
+const wantSolo = pass(layersB, layersMacs, 64, 4) + pass(headB, headMacs, 64, 4) + 64 * kv1 / (4 * 8e9);
+if (!near(solo.decode_read_s, wantSolo)) fail(`one rank, B 64: decode_read_s ${solo.decode_read_s} != ${wantSolo}`);
+// pcp 2, 2 cores per rank: 32 rows of the layers, the LM head's half for 64 rows, rank 0's
+// 500 of the 1000 tokens of each sequence.
+const wantPcp = pass(layersB, layersMacs, 32, 2) + pass(headB / 2, headMacs / 2, 64, 2) + 64 * 512000 / (2 * 8e9);
+if (!near(pcp2.decode_read_s, wantPcp)) fail(`pcp 2, B 64: decode_read_s ${pcp2.decode_read_s} != ${wantPcp}`);
+if (solo.kv_bytes_per_rank !== 64 * kv1) fail(`kv_bytes_per_rank ${solo.kv_bytes_per_rank} for 64 sequences`);
+if (!near(solo.decode_tokens_per_s, 64 / solo.itl_s)) fail('decode_tokens_per_s is not B / itl_s');
+// 0.5 GiB per host: one rank holds floor((0.9 x 0.5 GiB - 328466432) / 1024000) sequences.
+const wantMax = Math.floor((0.9 * 0.5 * 2 ** 30 - 328466432) / kv1);
+if (solo.max_concurrency !== wantMax) fail(`max_concurrency ${solo.max_concurrency} != ${wantMax}`);
+for (const x of [j, big]) for (const l of x.layouts)
+  if (l.fits !== (x.concurrency <= l.max_concurrency)) fail(`fits ${l.fits} but max_concurrency ${l.max_concurrency} at B ${x.concurrency}`);
+if (!find(j, 1, 1).fits || find(big, 1, 1).fits) fail('one rank should hold 64 sequences of 1000 tokens in 0.5 GiB and not 200');
+// More decodes per step cost more bytes and time than one (the B = 1 figures: one.json).
+const one = find(load('one'), 1, 2);
+if (!(pcp2.comm_bytes_decode_step > one.comm_bytes_decode_step)) fail('64 decodes communicate no more than one');
+console.log(`ok   concurrency 64: one rank ${(solo.itl_s * 1e3).toFixed(2)} ms, pcp 2 ${(pcp2.itl_s * 1e3).toFixed(2)} ms; max ${solo.max_concurrency} sequences`);
+JS
 # The calibration run and the text table.
 "$CPINFER" plan --model "$TMP/tiny" --context-len 4096 >"$TMP/text.out" 2>"$TMP/text.err"
 grep -q "calibrated per core.*decode layers [0-9.]* GB/s, LM head [0-9.]* GB/s" "$TMP/text.out" || { cat "$TMP/text.out"; echo "FAIL: no calibration line"; exit 1; }
 grep -q "^recommended: " "$TMP/text.out" || { cat "$TMP/text.out"; echo "FAIL: no recommendation"; exit 1; }
 # The calibration in JSON: every rate measured, positive and finite.
-"$CPINFER" plan --model "$TMP/tiny" --context-len 4096 --json >"$TMP/cal.json"
+"$CPINFER" plan --model "$TMP/tiny" --context-len 4096 --concurrency 4 --json >"$TMP/cal.json"
 node - "$TMP/cal.json" <<'JS'
 const j = JSON.parse(require('fs').readFileSync(process.argv[2], 'utf8'));
 const fail = (m) => { console.error('FAIL:', m); process.exit(1); };
@@ -91,6 +132,16 @@ for (const k of ['gemm_gflops_per_core', 'attention_gflops_per_core', 'read_gbps
                  'weight_read_gbps_per_core', 'lm_head_read_gbps_per_core', 'read_gbps_1t', 'fma_gflops_1t'])
   if (!(Number.isFinite(j.calibration[k]) && j.calibration[k] > 0)) fail(`calibration.${k} = ${j.calibration[k]}`);
 if (j.machine.lm_head_read_gbps_per_core !== j.calibration.lm_head_read_gbps_per_core) fail('the LM head rate is not the calibrated one');
+// --concurrency 4 on this machine's cores: the layouts need 4 rows (pcp 1: the layers and
+// the LM head) and, where pcp 2 or 4 fits in the cores, 2 or 1 rows of the layers; each row
+// count above one is measured for both passes.
+const rows = j.calibration.decode_rows.map((r) => r.rows);
+const need = new Set([4]);
+for (const l of j.layouts) if (Math.ceil(4 / l.pcp) > 1) need.add(Math.ceil(4 / l.pcp));
+if (JSON.stringify(rows) !== JSON.stringify([...need].sort((a, b) => a - b))) fail(`calibrated rows ${rows}, want ${[...need]}`);
+for (const r of j.calibration.decode_rows)
+  for (const k of ['weight_read_gbps_per_core', 'lm_head_read_gbps_per_core'])
+    if (!(Number.isFinite(r[k]) && r[k] > 0)) fail(`decode_rows ${r.rows}: ${k} = ${r[k]}`);
 console.log('ok   calibration', JSON.stringify(j.calibration));
 JS
 # Errors name the problem.
