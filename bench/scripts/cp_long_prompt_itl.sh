@@ -2,12 +2,15 @@
 # Running streams while a long prompt arrives, under context parallelism (not part of the
 # test suite). `cpinfer serve` under pcp 2 (LAYOUT, default "-pcp 2"); 8 streams decode
 # (`bench serve`, 8 prompts of 64 tokens, OUTLEN tokens each, all at once); DELAY seconds
-# later one LONG-token prompt arrives (a second `bench serve`). Three scenarios per repeat:
+# later one LONG-token prompt arrives (a second `bench serve`). Scenarios (SCENARIOS), per repeat:
 #   alone      the 8 streams without the long prompt (the ITL baseline);
 #   unchunked  --no-enable-chunked-prefill: the long prompt in one step (the behaviour
 #              before chunked prefill over a sharded cache existed);
 #   chunked    chunked prefill (the default) with --max-num-batched-tokens BUDGET;
-#   timed      chunked prefill with --step-time-target-ms TARGET_MS (budget BUDGET).
+#   timed      chunked prefill with --step-time-target-ms TARGET_MS (budget BUDGET);
+#   prompt_alone  the long prompt alone, chunked as in `chunked` (no streams): with
+#              CPINFER_LOG=debug and SERVE_LOG_DIR, bench/scripts/mixed_step_cost.js compares
+#              its steps with a `chunked` run's to give the decodes' cost inside a step.
 # Reports the streams' p50/p99 ITL and the long prompt's TTFT; other processes' CPU time
 # during each run (from /proc/stat, all CPUs minus this job) is stored with the result.
 # One JSON line per run to $OUT (default bench/results/cp_long_prompt_itl.jsonl).
@@ -50,17 +53,22 @@ for rep in $(seq "$REPEATS"); do
     "$CPINFER" bench serve --url "$URL" --num-prompts 2 --input-len 16 --output-len 4 --json >/dev/null
     b0=$(busy_jiffies); s0=$(tree_jiffies "$server")
     streams=$(mktemp); long=$(mktemp)
-    "$CPINFER" bench serve --url "$URL" --num-prompts 8 --input-len 64 --output-len "$OUTLEN" \
-      --seed "$rep" --json >"$streams" &
-    sp=$!
+    sp=
+    if [[ $scen != prompt_alone ]]; then
+      "$CPINFER" bench serve --url "$URL" --num-prompts 8 --input-len 64 --output-len "$OUTLEN" \
+        --seed "$rep" --json >"$streams" &
+      sp=$!
+    else
+      echo null >"$streams"
+    fi
     if [[ $scen != alone ]]; then
-      sleep "$DELAY"
+      [[ -n $sp ]] && sleep "$DELAY"
       "$CPINFER" bench serve --url "$URL" --num-prompts 1 --input-len "$LONG" --output-len 4 \
         --seed $((rep + 100)) --timeout 3600 --json >"$long"
     else
       echo null >"$long"
     fi
-    wait "$sp"
+    [[ -n $sp ]] && wait "$sp"
     b1=$(busy_jiffies); s1=$(tree_jiffies "$server")
     echo "{\"scenario\":\"$scen\",\"serve_extra\":\"$SERVE_EXTRA\",\"layout\":\"$LAYOUT\",\"budget\":$BUDGET,\"target_ms\":$([[ $scen == timed ]] && echo "$TARGET_MS" || echo null),\"long\":$LONG,\"repeat\":$rep,\"cpu\":\"$(lscpu | sed -n 's/^Model name: *//p')\",\"busy_jiffies\":$((b1 - b0)),\"server_jiffies\":$((s1 - s0)),\"streams\":$(cat "$streams"),\"long_prompt\":$(cat "$long")}" | tee -a "$OUT"
     kill -TERM "$server"; wait "$server" 2>/dev/null || true
