@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/cpu_time.sh
 MODEL=${MODEL:-models/tiny-8l}
-LAYOUT=${LAYOUT:--pcp 2 --threads 1}
+LAYOUT=${LAYOUT--pcp 2 --threads 1}  # set and empty: one rank, all cores
 PROMPT_LEN=${PROMPT_LEN:-8192}
 CHUNKS=${CHUNKS:-128 8192}
 ROUNDS=${ROUNDS:-3}

@@ -21,7 +21,7 @@ cd "$(dirname "$0")/../.."
 CPINFER=${CPINFER:-build/cpinfer}
 OUT=${OUT:-bench/results/cp_long_prompt_itl.jsonl}
 MODEL=${MODEL:-models/tiny-8l}
-LAYOUT=${LAYOUT:-"-pcp 2"}
+LAYOUT=${LAYOUT-"-pcp 2"}  # set and empty: one rank
 LONG=${LONG:-16384}
 OUTLEN=${OUTLEN:-400}
 DELAY=${DELAY:-3}

@@ -13,7 +13,7 @@ source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
 source "$(dirname "$0")/../../scripts/lib/cpu_time.sh"
 cd "$(dirname "$0")/../.."
 MODEL=${MODEL:-models/qwen2.5-0.5b-L8}
-LAYOUT=${LAYOUT:-"-pcp 2"}
+LAYOUT=${LAYOUT-"-pcp 2"}  # set and empty: one rank
 BATCHES=${BATCHES:-1 8}
 OUTLEN=${OUTLEN:-256}
 ROUNDS=${ROUNDS:-3}
