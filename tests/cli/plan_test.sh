@@ -149,6 +149,8 @@ if "$CPINFER" plan --model "$TMP/missing" --context-len 10 >/dev/null 2>"$TMP/er
 grep -q "missing" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: error does not name the directory"; exit 1; }
 if "$CPINFER" plan --model "$TMP/tiny" --context-len 0 >/dev/null 2>"$TMP/err"; then echo "FAIL: --context-len 0 accepted"; exit 1; fi
 grep -q "context-len" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: error does not name --context-len"; exit 1; }
+if "$CPINFER" plan --model "$TMP/tiny" --context-len 10 --concurrency 0 >/dev/null 2>"$TMP/err"; then echo "FAIL: --concurrency 0 accepted"; exit 1; fi
+grep -q "concurrency" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: error does not name --concurrency"; exit 1; }
 # --kv-cache-dtype auto (the default) is the model's dtype (config.json torch_dtype): f32
 # for the f32 model above, bf16 (half the KV bytes per rank) for a bfloat16 config.
 mkdir -p "$TMP/tiny-bf16"
