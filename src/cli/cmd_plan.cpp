@@ -112,11 +112,11 @@ int run_plan(const PlanArgs& a) {
   m.lm_head_read_gbps_per_core = a.lm_head_read_gbps > 0 ? a.lm_head_read_gbps
                                  : given                 ? m.weight_read_gbps_per_core
                                                          : cal.lm_head_read_gbps_per_core;
-  // The rates at several rows belong to the calibrated one-row rates: an override of the
-  // one-row rate drops them (the roofline from the given rate then applies).
+  // The rates at several rows belong to the calibrated one-row rates: an override of a
+  // one-row rate drops its pass's (the roofline from the given rate then applies). With
+  // every rate given nothing was calibrated and both are empty.
   if (a.weight_read_gbps <= 0) m.weight_read_gbps_at_rows = cal.weight_read_gbps_at_rows;
-  if (a.lm_head_read_gbps <= 0 && a.weight_read_gbps <= 0)
-    m.lm_head_read_gbps_at_rows = cal.lm_head_read_gbps_at_rows;
+  if (a.lm_head_read_gbps <= 0) m.lm_head_read_gbps_at_rows = cal.lm_head_read_gbps_at_rows;
   // MPI's shared-memory transport copies through a buffer: about half of one core's
   // streaming read rate per rank.
   m.local_gbps = a.local_gbps > 0 ? a.local_gbps : cal.read_gbps_1t / 2;
@@ -261,7 +261,8 @@ void register_plan(CLI::App& app, CommandAction* action) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--lm-head-read-gbps-per-core", a->lm_head_read_gbps,
                   "Override the calibrated one-row LM head GEMV rate (GB/s per core; default "
-                  "with every other rate given: the decode GEMV rate)")
+                  "with every other rate given: the decode GEMV rate); with --concurrency, more "
+                  "rows than one then take the roofline of this rate and the GEMM rate")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--read-gbps-per-core", a->read_gbps, "Override the calibrated read bandwidth")
       ->check(CLI::PositiveNumber);
