@@ -103,9 +103,13 @@ bool linear_impl::bf16_dot_gemm_available(DType dt) {
   return dt == DType::BF16 && active_isa() == Isa::Avx512 && bf16_dot_supported();
 }
 
+// AMD with AVX2 only (Zen 3, bench/linear_bench, best GFLOP/s, skinny against GEMM, bf16
+// Qwen2.5-0.5B shapes qkv / o / gate_up / down, 2 threads): M = 128: 151 / 148 / 154 / 160
+// against 154 / 156 / 155 / 163; M = 256: 147 / 142 / 149 / 161 against 162 / 165 / 164 /
+// 170; one thread at M = 64 the pair tiles still win (qkv 84 against 71). So 128 there.
 int64_t linear_impl::skinny_max_rows_for(bool avx512) {
   static const bool amd = __builtin_cpu_is("amd");
-  if (amd) return 256;
+  if (amd) return avx512 ? 256 : 128;
   return avx512 ? 24 : 48;
 }
 

@@ -380,11 +380,12 @@ bool cpu_is_amd() {
 
 // The Auto path's skinny/GEMM crossover follows the CPU's vendor (read here from
 // /proc/cpuinfo, independently of the CPUID builtin the rule uses): AMD keeps skinny tiles
-// up to 256 rows, other CPUs switch to the packed GEMM after 24 (AVX-512) / 48 (AVX2) rows.
+// up to 256 rows with AVX-512 and 128 with AVX2, other CPUs switch to the packed GEMM after
+// 24 (AVX-512) / 48 (AVX2) rows.
 TEST(Linear, AutoPathCrossoverFollowsTheCpu) {
   const bool amd = cpu_is_amd();
   EXPECT_EQ(linear_impl::skinny_max_rows_for(true), amd ? 256 : 24);
-  EXPECT_EQ(linear_impl::skinny_max_rows_for(false), amd ? 256 : 48);
+  EXPECT_EQ(linear_impl::skinny_max_rows_for(false), amd ? 128 : 48);
   for (Isa isa : {Isa::Avx512, Isa::Avx2}) {
     if (!isa_supported(isa)) {
       std::printf("skipped %s: this CPU lacks it\n", std::string(isa_name(isa)).c_str());
