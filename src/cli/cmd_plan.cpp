@@ -149,6 +149,7 @@ int run_plan(const PlanArgs& a) {
                     {"lm_head_read_gbps_per_core", m.lm_head_read_gbps_per_core}};
     if (given) j["calibration"] = nullptr;
     else j["calibration"] = {{"threads", cal.threads},
+                        {"rounds", cal.rounds},
                         {"gemm_gflops_per_core", cal.gemm_gflops_per_core},
                         {"attention_gflops_per_core", cal.attn_gflops_per_core},
                         {"read_gbps_per_core", cal.read_gbps_per_core},

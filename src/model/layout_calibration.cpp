@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -18,26 +20,6 @@
 namespace cpinfer {
 
 namespace {
-
-// Median seconds of calls of f after one warm-up call: as many calls as fit in about
-// `budget_s` seconds (as timed by the warm-up), at least 3 and at most 31. On a shared
-// machine a rate measured over a few milliseconds can catch a slow moment; the median of
-// many calls does not.
-template <class F>
-double time_median(double budget_s, F&& f) {
-  const double w0 = steady_seconds();
-  f();
-  const double warm = std::max(steady_seconds() - w0, 1e-6);
-  const int reps = int(std::clamp(budget_s / warm, 3.0, 31.0));
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const double t0 = steady_seconds();
-    f();
-    t.push_back(steady_seconds() - t0);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 // Random values in [-scale, scale) of the model's weight dtype.
 class WeightBlock {
@@ -71,24 +53,42 @@ class WeightBlock {
 };
 
 // One decoder layer's weights (q, k, v, o, gate, up, down: the model's full shapes), `copies`
-// times over, and the activations of an M-row pass.
+// times over, laid out from the start of a WeightBlock of at least copies * elems elements.
+class LayerWeightCopies {
+ public:
+  LayerWeightCopies(const ModelConfig& c, int64_t copies, const WeightBlock& block)
+      : H(c.hidden_size), I(c.intermediate_size), qd(c.num_q_heads * c.head_dim),
+        kvd(c.num_kv_heads * c.head_dim), elems(layer_elems(c)), copies(copies),
+        bytes_per_elem(c.torch_dtype != "float32" ? 2.0 : 4.0), w(block) {}
+  static int64_t layer_elems(const ModelConfig& c) {
+    const int64_t H = c.hidden_size, qd = c.num_q_heads * c.head_dim,
+                  kvd = c.num_kv_heads * c.head_dim;
+    return H * (qd + 2 * kvd) + qd * H + 3 * H * c.intermediate_size;
+  }
+  // Bytes of one copy of the layer's weights.
+  double layer_bytes() const { return double(elems) * bytes_per_elem; }
+
+  const int64_t H, I, qd, kvd, elems, copies;
+  const double bytes_per_elem;
+  const WeightBlock& w;
+};
+
+// The activations of an M-row pass over a LayerWeightCopies.
 class LayerPass {
  public:
-  LayerPass(const ModelConfig& c, int64_t M, int64_t copies, std::mt19937& rng)
-      : c_(c), M_(M), H_(c.hidden_size), I_(c.intermediate_size),
-        qd_(c.num_q_heads * c.head_dim), kvd_(c.num_kv_heads * c.head_dim),
-        layer_elems_(H_ * (qd_ + 2 * kvd_) + qd_ * H_ + 3 * H_ * I_), copies_(copies),
-        w_(layer_elems_ * copies, c.torch_dtype != "float32", rng) {
+  LayerPass(const ModelConfig& c, const LayerWeightCopies& lw, int64_t M, std::mt19937& rng)
+      : c_(c), lw_(lw), M_(M) {
+    const int64_t H = lw.H, qd = lw.qd, kvd = lw.kvd, I = lw.I;
     std::uniform_real_distribution<float> u(-1.f, 1.f);
-    x_.resize(size_t(M * H_));
+    x_.resize(size_t(M * H));
     for (float& v : x_) v = u(rng);
-    h_.resize(size_t(M * H_));
-    attn_.resize(size_t(M * qd_));
+    h_.resize(size_t(M * H));
+    attn_.resize(size_t(M * qd));
     for (float& v : attn_) v = u(rng);
-    qkv_.resize(size_t(M * (qd_ + 2 * kvd_)));
-    gu_.resize(size_t(M * 2 * I_));
-    act_.resize(size_t(M * I_));
-    norm_.assign(size_t(H_), 1.f);
+    qkv_.resize(size_t(M * (qd + 2 * kvd)));
+    gu_.resize(size_t(M * 2 * I));
+    act_.resize(size_t(M * I));
+    norm_.assign(size_t(H), 1.f);
     const int64_t half = c.head_dim / 2;
     std::vector<int32_t> pos(static_cast<size_t>(M));
     for (int64_t i = 0; i < M; ++i) pos[size_t(i)] = int32_t(i);
@@ -100,61 +100,110 @@ class LayerPass {
     rope_tables(pos.data(), M, inv_freq.data(), half, cos_.data(), sin_.data());
   }
 
-  // Bytes of one copy of the layer's weights.
-  double layer_bytes() const {
-    return double(layer_elems_) * (c_.torch_dtype != "float32" ? 2.0 : 4.0);
-  }
-  int64_t copies() const { return copies_; }
-
   // The decoder's sequence for one layer over copy `i` (decoder.cpp): x += h, h = norm(x);
   // q|k|v with RoPE; o; x += h, h = norm(x); gate/up with SiLU; down.
   void run(int64_t i, ThreadPool& pool) {
-    int64_t off = i * layer_elems_;
+    const int64_t H = lw_.H, qd = lw_.qd, kvd = lw_.kvd, I = lw_.I;
+    int64_t off = i * lw_.elems;
     auto take = [&](int64_t rows, int64_t cols) {
-      const WeightView v = w_.view(off, rows, cols);
+      const WeightView v = lw_.w.view(off, rows, cols);
       off += rows * cols;
       return v;
     };
-    const WeightView q = take(qd_, H_), k = take(kvd_, H_), v = take(kvd_, H_);
-    const WeightView o = take(H_, qd_), gate = take(I_, H_), up = take(I_, H_),
-                     down = take(H_, I_);
+    const WeightView q = take(qd, H), k = take(kvd, H), v = take(kvd, H);
+    const WeightView o = take(H, qd), gate = take(I, H), up = take(I, H), down = take(H, I);
     const double eps = c_.rms_norm_eps;
-    const int64_t ld = qd_ + 2 * kvd_;
-    add_rms_norm(x_.data(), h_.data(), norm_.data(), DType::F32, M_, H_, eps, h_.data(), pool);
+    const int64_t ld = qd + 2 * kvd;
+    add_rms_norm(x_.data(), h_.data(), norm_.data(), DType::F32, M_, H, eps, h_.data(), pool);
     const LinearPart parts[3] = {{q, nullptr, qkv_.data(), ld, true},
-                                 {k, nullptr, qkv_.data() + qd_, ld, true},
-                                 {v, nullptr, qkv_.data() + qd_ + kvd_, ld, false}};
+                                 {k, nullptr, qkv_.data() + qd, ld, true},
+                                 {v, nullptr, qkv_.data() + qd + kvd, ld, false}};
     const RotaryEpilogue rope{cos_.data(), sin_.data(), c_.head_dim, eps};
-    linear_fused(h_.data(), M_, H_, parts, pool, &rope);
-    linear(attn_.data(), M_, qd_, o, nullptr, h_.data(), H_, pool);
-    add_rms_norm(x_.data(), h_.data(), norm_.data(), DType::F32, M_, H_, eps, h_.data(), pool);
-    linear_gate_up_silu(h_.data(), M_, H_, gate, up, gu_.data(), act_.data(), pool);
-    linear(act_.data(), M_, I_, down, nullptr, h_.data(), H_, pool);
+    linear_fused(h_.data(), M_, H, parts, pool, &rope);
+    linear(attn_.data(), M_, qd, o, nullptr, h_.data(), H, pool);
+    add_rms_norm(x_.data(), h_.data(), norm_.data(), DType::F32, M_, H, eps, h_.data(), pool);
+    linear_gate_up_silu(h_.data(), M_, H, gate, up, gu_.data(), act_.data(), pool);
+    linear(act_.data(), M_, I, down, nullptr, h_.data(), H, pool);
+  }
+  // Every copy once, as a decode step streams every layer.
+  void run_all(ThreadPool& pool) {
+    for (int64_t i = 0; i < lw_.copies; ++i) run(i, pool);
   }
 
  private:
   const ModelConfig& c_;
-  int64_t M_, H_, I_, qd_, kvd_, layer_elems_, copies_;
-  WeightBlock w_;
+  const LayerWeightCopies& lw_;
+  int64_t M_;
   std::vector<float> x_, h_, attn_, qkv_, gu_, act_, norm_, cos_, sin_;
 };
 
 }  // namespace
 
+// Each call's warm-up once (its first round), then round r times every call before round
+// r + 1 starts; each result is the median of its rounds' medians.
+std::vector<double> time_interleaved_rounds(const std::vector<TimedCall>& calls, int rounds) {
+  std::vector<std::vector<double>> t(calls.size());
+  std::vector<double> warm(calls.size());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (r == 0) {
+        const double w0 = steady_seconds();
+        calls[i].fn();
+        warm[i] = std::max(steady_seconds() - w0, 1e-6);
+      }
+      // As many calls as fit in this round's share of the budget: at least one (a call
+      // slower than its budget is timed once per round, rounds times in all).
+      const int reps = int(std::clamp(calls[i].budget_s / rounds / warm[i], 1.0, 31.0));
+      std::vector<double> x;
+      for (int k = 0; k < reps; ++k) {
+        const double t0 = steady_seconds();
+        calls[i].fn();
+        x.push_back(steady_seconds() - t0);
+      }
+      std::sort(x.begin(), x.end());
+      t[i].push_back(x[x.size() / 2]);
+    }
+  std::vector<double> out;
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    out.push_back(v[v.size() / 2]);
+  }
+  return out;
+}
+
 LayoutCalibration calibrate_layout_rates(const ModelConfig& c, int64_t kv_bytes,
                                          ThreadPool& pool, const std::set<int64_t>& decode_rows) {
   LayoutCalibration cal;
   cal.threads = int(pool.size());
+  cal.rounds = kCalibrationRounds;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   const int64_t layer_macs = linear_macs_per_token(c) / c.num_layers;
-  {
+  const bool bf = c.torch_dtype != "float32";
+  {  // freed before the read bandwidth's own buffer is allocated
+    // Every measurement below is one call of one list, timed in rounds interleaved over the
+    // whole calibration (time_interleaved_rounds), so its rounds lie seconds apart.
+    std::vector<TimedCall> calls;
+
+    // The layer's weights, copied until the set (>= 256 MiB) is far larger than the caches: the
+    // decode passes stream every copy, as a decode step streams every layer; the prefill pass
+    // runs over the first.
+    // The LM head's [vocab, hidden] matrix (far larger than the caches) is a view of the same
+    // random block: the block holds max(copies x layer, vocab x hidden) elements, so the
+    // calibration holds the larger of the two, not both.
+    const double target = double(int64_t(256) << 20);
+    const double layer_bytes = double(layer_macs) * (bf ? 2.0 : 4.0);
+    const int64_t copies = std::max<int64_t>(2, int64_t(std::ceil(target / layer_bytes)));
+    const int64_t V = c.vocab_size, H = c.hidden_size;
+    const WeightBlock block(
+        std::max(copies * LayerWeightCopies::layer_elems(c), V * H), bf, rng);
+    const LayerWeightCopies weights(c, copies, block);
+
+    // Prefill: the layer on 2048 rows (call 0) and causal attention over a 2048-token paged
+    // cache (call 1).
     const int64_t M = 2048;
-    LayerPass pass(c, M, 1, rng);
-    const double s = time_median(0.5, [&] { pass.run(0, pool); });
-    cal.gemm_gflops_per_core = 2.0 * double(M * layer_macs) / s / 1e9 / cal.threads;
-  }
-  {
+    LayerPass prefill(c, weights, M, rng);
+    calls.push_back({0.5, [&] { prefill.run(0, pool); }});
     const int64_t S = 2048, D = c.head_dim, hq = c.num_q_heads / c.num_kv_heads, P = 16;
     KvCacheShape shape;
     shape.num_layers = 1;
@@ -187,44 +236,53 @@ LayoutCalibration calibrate_layout_rates(const ModelConfig& c, int64_t kv_bytes,
     AttentionWorkspace ws;
     ws.reserve(plan);
     const float scale = 1.f / std::sqrt(float(D));
-    const double s = time_median(0.3, [&] {
-      run_attention(plan, q.data(), hq * D, layer, scale, o.data(), hq * D, lse.data(), ws, pool);
-    });
-    const double flops = 4.0 * double(D) * double(S) * double(S + 1) / 2 * double(hq);
-    cal.attn_gflops_per_core = flops / s / 1e9 / cal.threads;
-  }
-  // The decode rates: one row (every layout's single decode), then each row count asked for.
-  std::vector<int64_t> rows_list = {1};
-  for (int64_t r : decode_rows)
-    if (r > 1 && r <= kMaxCalibratedDecodeRows) rows_list.push_back(r);
-  {
-    // Enough copies of the layer that the set (>= 256 MiB) is far larger than the caches.
-    const double target = double(int64_t(256) << 20);
-    const double layer_bytes = double(layer_macs) * (c.torch_dtype != "float32" ? 2.0 : 4.0);
-    const int64_t copies = std::max<int64_t>(2, int64_t(std::ceil(target / layer_bytes)));
+    calls.push_back({0.3, [&] {
+                       run_attention(plan, q.data(), hq * D, layer, scale, o.data(), hq * D,
+                                     lse.data(), ws, pool);
+                     }});
+
+    // Decode: one row (every layout's single decode), then each row count asked for: the layer
+    // over every copy (calls 2 .. n + 1), and the LM head (calls n + 2 .. 2n + 1).
+    std::vector<int64_t> rows_list = {1};
+    for (int64_t r : decode_rows)
+      if (r > 1 && r <= kMaxCalibratedDecodeRows) rows_list.push_back(r);
+    const size_t n = rows_list.size();
+    std::vector<std::unique_ptr<LayerPass>> passes;
     for (int64_t rows : rows_list) {
-      LayerPass pass(c, rows, copies, rng);
-      const double s = time_median(0.3, [&] {
-        for (int64_t i = 0; i < pass.copies(); ++i) pass.run(i, pool);
-      });
-      const double gbps = pass.layer_bytes() * double(copies) / s / 1e9 / cal.threads;
-      if (rows == 1) cal.weight_read_gbps_per_core = gbps;
-      else cal.weight_read_gbps_at_rows[rows] = gbps;
+      passes.push_back(std::make_unique<LayerPass>(c, weights, rows, rng));
+      LayerPass* pass = passes.back().get();
+      calls.push_back({0.3, [&pool, pass] { pass->run_all(pool); }});
     }
-  }
-  {
-    const int64_t V = c.vocab_size, H = c.hidden_size;
-    WeightBlock head(V * H, c.torch_dtype != "float32", rng);
-    const WeightView w = head.view(0, V, H);
-    const double bytes = double(V * H) * (c.torch_dtype != "float32" ? 2.0 : 4.0);
-    for (int64_t rows : rows_list) {
-      std::vector<float> x(size_t(rows * H)), y(size_t(rows * V));
-      for (float& v : x) v = u(rng);
-      const double s =
-          time_median(0.2, [&] { linear(x.data(), rows, H, w, nullptr, y.data(), V, pool); });
-      const double gbps = bytes / s / 1e9 / cal.threads;
-      if (rows == 1) cal.lm_head_read_gbps_per_core = gbps;
-      else cal.lm_head_read_gbps_at_rows[rows] = gbps;
+    const WeightView head_w = block.view(0, V, H);
+    std::vector<std::vector<float>> xs(n), ys(n);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t rows = rows_list[i];
+      xs[i].resize(size_t(rows * H));
+      for (float& v : xs[i]) v = u(rng);
+      ys[i].resize(size_t(rows * V));
+      const float* x = xs[i].data();
+      float* y = ys[i].data();
+      calls.push_back({0.2, [&pool, &head_w, x, y, rows, H, V] {
+                         linear(x, rows, H, head_w, nullptr, y, V, pool);
+                       }});
+    }
+
+    const std::vector<double> s = time_interleaved_rounds(calls);
+    cal.gemm_gflops_per_core = 2.0 * double(M * layer_macs) / s[0] / 1e9 / cal.threads;
+    const double attn_flops = 4.0 * double(D) * double(S) * double(S + 1) / 2 * double(hq);
+    cal.attn_gflops_per_core = attn_flops / s[1] / 1e9 / cal.threads;
+    const double head_bytes = double(V * H) * (bf ? 2.0 : 4.0);
+    for (size_t i = 0; i < n; ++i) {
+      const double layer_gbps =
+          weights.layer_bytes() * double(copies) / s[2 + i] / 1e9 / cal.threads;
+      const double head_gbps = head_bytes / s[2 + n + i] / 1e9 / cal.threads;
+      if (rows_list[i] == 1) {
+        cal.weight_read_gbps_per_core = layer_gbps;
+        cal.lm_head_read_gbps_per_core = head_gbps;
+      } else {
+        cal.weight_read_gbps_at_rows[rows_list[i]] = layer_gbps;
+        cal.lm_head_read_gbps_at_rows[rows_list[i]] = head_gbps;
+      }
     }
   }
   PeakOptions po;

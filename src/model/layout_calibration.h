@@ -19,8 +19,10 @@
 // Every rate is per core with every thread of `pool` busy.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "core/thread_pool.h"
 #include "model/model_config.h"
@@ -34,16 +36,39 @@ struct LayoutCalibration {
   // Rows -> GB/s of weights per core, for the row counts asked for (> 1).
   std::map<int64_t, double> weight_read_gbps_at_rows, lm_head_read_gbps_at_rows;
   int threads = 1;
+  int rounds = 1;  // interleaved rounds each rate is the median of (kCalibrationRounds)
 };
 
 // Decode row counts above this are not calibrated (their passes take long, and they are
 // bound by the FLOPs, which the prefill GEMM rate models): the cost model's roofline.
 inline constexpr int64_t kMaxCalibratedDecodeRows = 64;
 
+// Every rate above is the median of this many interleaved rounds (time_interleaved_rounds).
+inline constexpr int kCalibrationRounds = 3;
+
+// One measurement: a call and the seconds to spend timing it.
+struct TimedCall {
+  double budget_s;
+  std::function<void()> fn;
+};
+
+// Seconds per call of each of `calls`, measured in `rounds` interleaved rounds: after one
+// warm-up call (in the first round), round r times every call (the median of as many calls as
+// fit in budget_s / rounds by the warm-up's time, at least 1, at most 31) before round r + 1
+// starts, and each result is the median of its rounds. A slow
+// moment of a shared machine (another job, a throttled core) then spoils one round of the
+// calls timed during it, not every sample of one of them. Example, 3 rounds, calls a and b:
+// a0 b0 a1 b1 a2 b2, a = median(a0, a1, a2).
+std::vector<double> time_interleaved_rounds(const std::vector<TimedCall>& calls,
+                                            int rounds = kCalibrationRounds);
+
 // kv_bytes: 2 (bf16 cache) or 4 (f32). decode_rows: row counts > 1 to calibrate the decode
-// layer and the LM head at (those above kMaxCalibratedDecodeRows are skipped). Takes a few
-// seconds, plus about half a second per row count (more for 7B-class shapes, whose layer
-// and LM head are allocated here: about 1.5 GB for Llama-3.1-8B in bf16).
+// layer and the LM head at (those above kMaxCalibratedDecodeRows are skipped). Every rate is
+// one call of one time_interleaved_rounds list, so a rate's rounds lie seconds apart. Takes a
+// few seconds, plus about a third of a second per row count (more for 7B-class shapes: ~31 s
+// for Llama-3.1-8B on a 2-core AMD EPYC Zen 3), and holds one block of random weights, the
+// larger of the decode layer's copies and the LM head (a view of the same block), with the
+// prefill pass's activations: ~0.47 GB peak for qwen2.5-0.5b, ~1.6 GB for Llama-3.1-8B.
 LayoutCalibration calibrate_layout_rates(const ModelConfig& c, int64_t kv_bytes,
                                          ThreadPool& pool,
                                          const std::set<int64_t>& decode_rows = {});

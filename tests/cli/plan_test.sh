@@ -132,6 +132,7 @@ for (const k of ['gemm_gflops_per_core', 'attention_gflops_per_core', 'read_gbps
                  'weight_read_gbps_per_core', 'lm_head_read_gbps_per_core', 'read_gbps_1t', 'fma_gflops_1t'])
   if (!(Number.isFinite(j.calibration[k]) && j.calibration[k] > 0)) fail(`calibration.${k} = ${j.calibration[k]}`);
 if (j.machine.lm_head_read_gbps_per_core !== j.calibration.lm_head_read_gbps_per_core) fail('the LM head rate is not the calibrated one');
+if (j.calibration.rounds !== 3) fail(`calibration.rounds = ${j.calibration.rounds}, want 3 (each rate the median of 3 interleaved rounds)`);
 // --concurrency 4 on this machine's cores: the layouts need 4 rows (pcp 1: the layers and
 // the LM head) and, where pcp 2 or 4 fits in the cores, 2 or 1 rows of the layers; each row
 // count above one is measured for both passes.
