@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
-# Prefill attention kernel of two builds side by side (not part of the test suite): `bench
-# attention --mode prefill` (causal, page 16) on the head shapes of Qwen2.5-0.5B (14 q / 2 KV
+# Prefill (or decode) attention kernel of two builds side by side (not part of the test suite):
+# `bench attention --mode prefill` (causal, page 16; MODE=decode: one decode row over LEN
+# tokens of context, the cache cycled through 256 MiB of layers so that it streams from
+# memory as in a forward pass) on the head shapes of Qwen2.5-0.5B (14 q / 2 KV
 # heads, head_dim 64), 16 / 2 / 128, Qwen2.5-7B (28 / 4 / 128) and Llama-3.1-8B (32 / 8 /
 # 128), f32 and bf16 KV caches, 1 and 2 threads, ROUNDS rounds in which the two binaries
 # alternate run by run. Also records `bench peak` (the FMA peak the GFLOP/s are compared with)
 # and, per run, the CPU time other processes took meanwhile (/proc/stat minus the run's own:
 # `other_cpu_s`), so contaminated runs can be spotted. One JSON line per run to $OUT.
 #   OLD, NEW  the two cpinfer binaries (default: NEW=build/cpinfer, OLD unset: NEW alone)
-#   LEN (4096), ROUNDS (2), OUT (bench/results/prefill_attention_ab.jsonl)
+#   MODE (prefill), LEN (4096 for prefill, 32768 for decode), ROUNDS (2),
+#   OUT (bench/results/prefill_attention_ab.jsonl)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/cpu_time.sh
 NEW=${NEW:-build/cpinfer}
 OLD=${OLD:-}
-LEN=${LEN:-4096}
+MODE=${MODE:-prefill}
+case $MODE in
+  prefill) LEN=${LEN:-4096}; len_flag=--seq-len; reps=3 ;;
+  decode) LEN=${LEN:-32768}; len_flag=--context-len; reps=9 ;;
+  *) echo "MODE must be prefill or decode, not '$MODE'" >&2; exit 2 ;;
+esac
 ROUNDS=${ROUNDS:-2}
 OUT=${OUT:-bench/results/prefill_attention_ab.jsonl}
 mkdir -p "$(dirname "$OUT")"
@@ -31,9 +39,9 @@ for r in $(seq "$ROUNDS"); do
           [[ "$build" == old ]] && bin=$OLD
           b0=$(busy_jiffies)
           s0=$(date +%s.%N)
-          line=$("$bin" bench attention --mode prefill --seq-len "$LEN" --num-q-heads "$hq" \
+          line=$("$bin" bench attention --mode "$MODE" "$len_flag" "$LEN" --num-q-heads "$hq" \
             --num-kv-heads "$hkv" --head-dim "$d" --kv-cache-dtype "$kv" --bf16-math exact \
-            --threads "$t" --repeats 3 --json 2>/dev/null | tail -1)
+            --threads "$t" --repeats "$reps" --json 2>/dev/null | tail -1)
           # Other processes' CPU seconds: the machine's busy time minus this run's own (at
           # most t threads busy for the whole wall time: an upper bound of its own share).
           other=$(awk -v s0="$s0" -v s1="$(date +%s.%N)" -v b="$(( $(busy_jiffies) - b0 ))" \

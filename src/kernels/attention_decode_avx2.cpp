@@ -3,10 +3,11 @@
 // head of the task at once, with the driver of attention_decode_driver.inc. f32 FMAs on the
 // stored K/V (f32, or bf16 widened by one shift or one AND per 8 values): exact f32 arithmetic.
 //   QK: the head dimension in the vector. Lane g's 8-wide partial dot products with a token
-//       accumulate over the head dimension, 2 (or 4) tokens x up to 4 lanes per step (each Q
-//       vector loaded once serves every token of the step); the 8 lanes' vectors of a token
-//       are then summed across by one hadd tree into one vector: the token's 8 scores,
-//       S [n][8]. No transposes; the tree costs ~9 shuffles per token against M x D / 8 FMAs.
+//       accumulate over the head dimension: 5-8 lanes one token at a time, 1-4 lanes 2 (or 4)
+//       tokens per step (each Q vector loaded once serves every token of the step); the 8
+//       lanes' vectors of a token are then summed across by one hadd tree into one vector:
+//       the token's 8 scores, S [n][8]. No transposes; the tree costs ~9 shuffles per token
+//       against M x D / 8 FMAs.
 //   Softmax: one token per vector (the 8 lanes side by side).
 //   PV: the head dimension in the vector, P[n][g] broadcast against the widened V row; lanes
 //       in groups of at most 4 (2 x 4 accumulators per 16 columns, within 16 ymm registers).
@@ -107,10 +108,12 @@ void softmax8(float* S, int64_t nv, bool masked, int64_t j0, const float* lim, f
 template <class Kv, int M>
 struct Wide {
   using E = typename Kv::E;
-  // Lanes of the first group (QK and PV work on at most 4 lanes at a time).
+  // Lanes of PV's first group (PV works on at most 4 lanes at a time).
   static constexpr int kNg0 = M > 4 ? 4 : M;
-  // Tokens per QK step: UT x kNg0 accumulators (8 for 4 lanes; 4-6 for 1-3).
-  static constexpr int UT = kNg0 >= 3 ? 2 : 4;
+  // Tokens per QK step: UT x M accumulators (5-8 for 5-8 lanes, 6-8 for 3-4, 4-8 for 1-2).
+  // With 5-8 lanes all of them in one pass: each K vector is loaded and widened once per
+  // token (in two passes of 4 lanes x 2 tokens it was twice, with the Q pointers spilled).
+  static constexpr int UT = M > 4 ? 1 : M >= 3 ? 2 : 4;
   // Token streams per PV lane group (2 x lanes x streams accumulators).
   static constexpr int UV = M == 1 ? 4 : M == 2 ? 2 : 1;
   static constexpr int kGroups = M > 4 ? 2 : 1;
@@ -124,24 +127,27 @@ struct Wide {
   }
   static int64_t d_of(int64_t p) { return Kv::d_of(p); }
 
-  // Q [8][D] in position order: qb[g * D + p] = q_g[d_of(p)] * sm_scale * log2 e, lanes g < M.
+  // Q in position order, in blocks of 8 positions with the lanes side by side, so that one
+  // base pointer and constant offsets reach every lane's vector of a block:
+  // qb[(p / 8) * 64 + g * 8 + p % 8] = q_g[d_of(p)] * sm_scale * log2 e, lanes g < M.
+  // Example: position 19 of lane 2 is qb[2 * 64 + 2 * 8 + 3] = qb[147].
   static void prep_q(const FlashTask& t, int64_t h, float* qb) {
     const int64_t G = t.group, D = t.head_dim;
     for (int64_t g = 0; g < M; ++g) {
       const float* q = t.q + (g / G) * t.ldq + (h * G + g % G) * D;
-      for (int64_t p = 0; p < D; ++p) qb[g * D + p] = q[Kv::d_of(p)] * t.scale_log2;
+      for (int64_t p = 0; p < D; ++p)
+        qb[(p / 8) * kLanes * 8 + g * 8 + p % 8] = q[Kv::d_of(p)] * t.scale_log2;
     }
   }
 
   // S[n][g] = Q_g . K_n for n < rows (a multiple of UT), g < M (lanes past M: 0). UT tokens
-  // at a time, lanes in groups of at most 4 (qk_group); each group's 8-wide partial sums go to
-  // part, summed across per token by hsum8.
+  // at a time, every lane (qk_tokens); the 8-wide partial sums go to part, summed across per
+  // token by hsum8.
   static void qk(int64_t rows, int64_t D, const E* const* kr, int64_t off, const float* Q,
                  float* S, flash::LineCursor& pf) {
     for (int64_t n0 = 0; n0 < rows; n0 += UT) {
       __m256 part[UT][8];
-      qk_group<0, kNg0>(D, kr + n0, off, Q, part, pf);
-      if constexpr (M > 4) qk_group<4, M - 4>(D, kr + n0, off, Q, part, pf);
+      qk_tokens(D, kr + n0, off, Q, part, pf);
 #pragma GCC unroll 4
       for (int u = 0; u < UT; ++u) {
 #pragma GCC unroll 8
@@ -151,27 +157,26 @@ struct Wide {
     }
   }
 
-  // Lanes [G0, G0 + NG) against K rows r[0, UT): part[u][G0 + g] = the 8-wide partial sums of
-  // Q_g . K_u. Per half chunk (8 values), UT K loads and NG Q loads feed UT x NG FMAs (each Q
-  // vector in a register serves UT tokens; with one token per step every FMA needed a load).
-  template <int G0, int NG>
-  static void qk_group(int64_t D, const E* const* r, int64_t off, const float* Q,
-                       __m256 (&part)[UT][8], flash::LineCursor& pf) {
-    __m256 acc[UT][NG];
+  // Every lane against K rows r[0, UT): part[u][g] = the 8-wide partial sums of Q_g . K_u.
+  // Per half chunk (8 values), UT K loads and M Q loads feed UT x M FMAs (each Q vector serves
+  // UT tokens).
+  static void qk_tokens(int64_t D, const E* const* r, int64_t off, const float* Q,
+                        __m256 (&part)[UT][8], flash::LineCursor& pf) {
+    __m256 acc[UT][M];
 #pragma GCC unroll 4
     for (int u = 0; u < UT; ++u)
-#pragma GCC unroll 4
-      for (int g = 0; g < NG; ++g) acc[u][g] = _mm256_setzero_ps();
+#pragma GCC unroll 8
+      for (int g = 0; g < M; ++g) acc[u][g] = _mm256_setzero_ps();
     for (int64_t c = 0; c < D; c += 16) {
-      if constexpr (G0 == 0) pf.next();
+      pf.next();
 #pragma GCC unroll 2
       for (int e = 0; e < 2; ++e) {
         __m256 k[UT];
 #pragma GCC unroll 4
         for (int u = 0; u < UT; ++u) k[u] = Kv::half(r[u] + off + c, e);
-#pragma GCC unroll 4
-        for (int g = 0; g < NG; ++g) {
-          const __m256 q = _mm256_loadu_ps(Q + (G0 + g) * D + c + 8 * e);
+#pragma GCC unroll 8
+        for (int g = 0; g < M; ++g) {
+          const __m256 q = _mm256_loadu_ps(Q + (c / 8 + e) * kLanes * 8 + g * 8);
 #pragma GCC unroll 4
           for (int u = 0; u < UT; ++u) acc[u][g] = _mm256_fmadd_ps(k[u], q, acc[u][g]);
         }
@@ -179,8 +184,8 @@ struct Wide {
     }
 #pragma GCC unroll 4
     for (int u = 0; u < UT; ++u)
-#pragma GCC unroll 4
-      for (int g = 0; g < NG; ++g) part[u][G0 + g] = acc[u][g];
+#pragma GCC unroll 8
+      for (int g = 0; g < M; ++g) part[u][g] = acc[u][g];
   }
 
   static void softmax(float* S, int64_t nv, bool masked, int64_t j0, const float* lim,
