@@ -36,7 +36,7 @@ struct PlanArgs {
   int64_t concurrency = 1;
   double link_gbps = 25, memory_gib = 0, link_latency_us = 50;
   double gemm_gflops = 0, attn_gflops = 0, read_gbps = 0, local_gbps = 0, weight_read_gbps = 0;
-  double lm_head_read_gbps = 0;
+  double lm_head_read_gbps = 0, weight_read_alone_gbps = 0;
   bool json = false, oversubscribe = false;
   int top = 15;
 };
@@ -117,6 +117,11 @@ int run_plan(const PlanArgs& a) {
   // every rate given nothing was calibrated and both are empty.
   if (a.weight_read_gbps <= 0) m.weight_read_gbps_at_rows = cal.weight_read_gbps_at_rows;
   if (a.lm_head_read_gbps <= 0) m.lm_head_read_gbps_at_rows = cal.lm_head_read_gbps_at_rows;
+  // The layers' one-thread-alone rate, likewise: given, or calibrated unless the all-busy
+  // rate it goes with was overridden (0: none, the all-busy rate applies).
+  m.weight_read_gbps_alone = a.weight_read_alone_gbps > 0 ? a.weight_read_alone_gbps
+                             : a.weight_read_gbps > 0     ? 0.0
+                                                          : cal.weight_read_gbps_alone;
   // MPI's shared-memory transport copies through a buffer: about half of one core's
   // streaming read rate per rank.
   m.local_gbps = a.local_gbps > 0 ? a.local_gbps : cal.read_gbps_1t / 2;
@@ -146,7 +151,8 @@ int run_plan(const PlanArgs& a) {
                     {"attention_gflops_per_core", m.attn_gflops_per_core},
                     {"read_gbps_per_core", m.read_gbps_per_core},
                     {"weight_read_gbps_per_core", m.weight_read_gbps_per_core},
-                    {"lm_head_read_gbps_per_core", m.lm_head_read_gbps_per_core}};
+                    {"lm_head_read_gbps_per_core", m.lm_head_read_gbps_per_core},
+                    {"weight_read_gbps_alone", m.weight_read_gbps_alone}};
     if (given) j["calibration"] = nullptr;
     else j["calibration"] = {{"threads", cal.threads},
                         {"rounds", cal.rounds},
@@ -155,6 +161,7 @@ int run_plan(const PlanArgs& a) {
                         {"read_gbps_per_core", cal.read_gbps_per_core},
                         {"weight_read_gbps_per_core", cal.weight_read_gbps_per_core},
                         {"lm_head_read_gbps_per_core", cal.lm_head_read_gbps_per_core},
+                        {"weight_read_gbps_alone", cal.weight_read_gbps_alone},
                         {"read_gbps_1t", cal.read_gbps_1t},
                         {"fma_gflops_1t", cal.fma_gflops_1t}};
     if (!given) {
@@ -180,10 +187,13 @@ int run_plan(const PlanArgs& a) {
               (long long)m.hosts, (long long)m.cores_per_host, m.link_gbps,
               m.memory_bytes_per_host / double(int64_t(1) << 30));
   std::printf("%s per core: GEMM %.1f GFLOP/s, attention %.1f GFLOP/s, read %.1f GB/s, "
-              "decode layers %.1f GB/s, LM head %.1f GB/s; within a host %.1f GB/s per rank\n\n",
+              "decode layers %.1f GB/s, LM head %.1f GB/s; within a host %.1f GB/s per rank",
               given ? "given" : "calibrated", m.gemm_gflops_per_core, m.attn_gflops_per_core,
               m.read_gbps_per_core, m.weight_read_gbps_per_core, m.lm_head_read_gbps_per_core,
               m.local_gbps);
+  if (m.weight_read_gbps_alone > 0)
+    std::printf("; decode layers on one thread alone %.1f GB/s", m.weight_read_gbps_alone);
+  std::printf("\n\n");
   std::printf("%-34s %8s %10s %10s %10s %12s %12s %9s %5s\n", "layout", "threads", "ttft_s",
               "itl_s", "decode t/s", "kv/rank GiB", "comm/step MB", "max seqs", "fits");
   // The interleave changes only how evenly the KV spreads (at most one unit): a layout that
@@ -264,6 +274,11 @@ void register_plan(CLI::App& app, CommandAction* action) {
                   "Override the calibrated one-row LM head GEMV rate (GB/s per core; default "
                   "with every other rate given: the decode GEMV rate); with --concurrency, more "
                   "rows than one then take the roofline of this rate and the GEMM rate")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--weight-read-gbps-alone", a->weight_read_alone_gbps,
+                  "Override the calibrated one-row decode GEMV rate of one thread with the other "
+                  "cores idle (GB/s; on one host, a decode step with fewer decodes than PCP ranks "
+                  "reads the layers on the busy ranks' cores at up to this rate)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--read-gbps-per-core", a->read_gbps, "Override the calibrated read bandwidth")
       ->check(CLI::PositiveNumber);

@@ -253,6 +253,9 @@ LayoutCalibration calibrate_layout_rates(const ModelConfig& c, int64_t kv_bytes,
       LayerPass* pass = passes.back().get();
       calls.push_back({0.3, [&pool, pass] { pass->run_all(pool); }});
     }
+    // The one-row pass again on one thread, the other cores idle (call 2n + 2, last).
+    std::unique_ptr<ThreadPool> solo;
+    if (pool.size() > 1) solo = std::make_unique<ThreadPool>(1);
     const WeightView head_w = block.view(0, V, H);
     std::vector<std::vector<float>> xs(n), ys(n);
     for (size_t i = 0; i < n; ++i) {
@@ -267,7 +270,14 @@ LayoutCalibration calibrate_layout_rates(const ModelConfig& c, int64_t kv_bytes,
                        }});
     }
 
+    if (solo) {
+      LayerPass* pass = passes.front().get();
+      ThreadPool* one = solo.get();
+      calls.push_back({0.3, [one, pass] { pass->run_all(*one); }});
+    }
     const std::vector<double> s = time_interleaved_rounds(calls);
+    if (solo)
+      cal.weight_read_gbps_alone = weights.layer_bytes() * double(copies) / s.back() / 1e9;
     cal.gemm_gflops_per_core = 2.0 * double(M * layer_macs) / s[0] / 1e9 / cal.threads;
     const double attn_flops = 4.0 * double(D) * double(S) * double(S + 1) / 2 * double(hq);
     cal.attn_gflops_per_core = attn_flops / s[1] / 1e9 / cal.threads;

@@ -15,6 +15,10 @@
 //   decode rows    the decode layer and the LM head again at each row count asked for
 //                  (decode steps of several sequences: rank 0's rows of a layout), up to
 //                  kMaxCalibratedDecodeRows; still counted in bytes of weights per second
+//   decode alone   the decode layer on one row again, on one thread with the other cores
+//                  idle (a PCP layout with fewer decodes than PCP ranks: the idle ranks leave
+//                  the memory bus to the busy ones); measured when the pool has more than one
+//                  thread
 //   reads          bench peak's streaming read (the KV cache in decode)
 // Every rate is per core with every thread of `pool` busy.
 #pragma once
@@ -32,6 +36,9 @@ namespace cpinfer {
 struct LayoutCalibration {
   double gemm_gflops_per_core = 0, attn_gflops_per_core = 0, read_gbps_per_core = 0;
   double weight_read_gbps_per_core = 0, lm_head_read_gbps_per_core = 0;
+  // The one-row decode layer on one thread with the other cores idle, GB/s (0: not measured,
+  // a one-thread pool).
+  double weight_read_gbps_alone = 0;
   double read_gbps_1t = 0, fma_gflops_1t = 0;
   // Rows -> GB/s of weights per core, for the row counts asked for (> 1).
   std::map<int64_t, double> weight_read_gbps_at_rows, lm_head_read_gbps_at_rows;

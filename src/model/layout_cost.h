@@ -52,6 +52,11 @@ struct MachineSpec {
   // The same two rates at more rows than one (decode steps of several sequences): rows ->
   // GB/s of weights per core. A row count missing here takes the roofline described above.
   std::map<int64_t, double> weight_read_gbps_at_rows, lm_head_read_gbps_at_rows;
+  // The one-row decode GEMV on one thread with the host's other cores idle, GB/s (0: unknown,
+  // the all-busy rate applies). A decode step with fewer decodes than PCP ranks runs the
+  // layers on the decodes' home ranks only: on one host their cores share the memory bus
+  // with fewer busy ones and read faster, up to this rate.
+  double weight_read_gbps_alone = 0;
   bool oversubscribe = false;        // allow more ranks than cores on a host
 };
 

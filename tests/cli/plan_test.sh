@@ -78,6 +78,37 @@ if (h.machine.lm_head_read_gbps_per_core !== 2) fail(`LM head rate ${h.machine.l
 if (!near(solo(h).decode_read_s, 17301504 / 16e9 + 311164928 / 8e9 + 1024000 / 32e9)) fail(`decode_read_s with the LM head rate ${solo(h).decode_read_s}`);
 console.log('ok   decode time = layers at the GEMV rate + LM head at its rate + KV at the read rate');
 JS
+# Fewer decodes than PCP ranks on one host: only the home ranks' cores stream the layers, at
+# the all-busy rate scaled by the busy share of the host's cores, at most the one-thread-alone
+# rate. pcp 2 x 2 threads on 4 cores, B = 1: 2 busy cores of 4, so min(alone, 4 x 4 / 2 = 8).
+for alone in 6 20; do
+  "$CPINFER" plan --model "$TMP/tiny" --context-len 1000 --cores-per-host 4 --memory-gib 16 "${RATES[@]}" \
+    --weight-read-gbps-per-core 4 --weight-read-gbps-alone $alone --json >"$TMP/alone-$alone.json"
+done
+"$CPINFER" plan --model "$TMP/tiny" --context-len 1000 --cores-per-host 4 --memory-gib 16 "${RATES[@]}" \
+  --weight-read-gbps-per-core 4 --weight-read-gbps-alone 6 --concurrency 2 --json >"$TMP/alone-b2.json"
+node - "$TMP" <<'JS'
+const fs = require('fs');
+const load = (n) => JSON.parse(fs.readFileSync(`${process.argv[2]}/${n}.json`, 'utf8'));
+const fail = (m) => { console.error('FAIL:', m); process.exit(1); };
+const near = (a, b) => Math.abs(a - b) <= 1e-12 + 1e-9 * Math.abs(b);
+const find = (x, tp, pcp) => x.layouts.find((l) => l.tp === tp && l.pcp === pcp && l.dcp === 1 && l.interleave === 1);
+const layersB = 17301504, headB = 311164928;
+const a6 = load('alone-6'), a20 = load('alone-20'), b2 = load('alone-b2'), g = load('gemv');
+if (a6.machine.weight_read_gbps_alone !== 6) fail(`weight_read_gbps_alone ${a6.machine.weight_read_gbps_alone}`);
+if (g.machine.weight_read_gbps_alone !== 0) fail('rates given without the alone rate: it should be 0 (none)');
+// pcp 2, B = 1: layers on rank 0's 2 cores at min(alone, 8), its half of the LM head at the
+// all-busy rate (every rank runs its cut), 500 tokens of KV at the read rate.
+const want = (rate) => layersB / (2 * rate * 1e9) + headB / 2 / (2 * 4e9) + 512000 / (2 * 8e9);
+if (!near(find(a6, 1, 2).decode_read_s, want(6))) fail(`pcp 2, alone 6: ${find(a6, 1, 2).decode_read_s} != ${want(6)}`);
+if (!near(find(a20, 1, 2).decode_read_s, want(8))) fail(`pcp 2, alone 20: ${find(a20, 1, 2).decode_read_s} != ${want(8)} (capped at the busy share)`);
+// One rank (every core busy) and pcp 2 at B = 2 (every rank busy) keep the all-busy rate.
+if (!near(find(a6, 1, 1).decode_read_s, find(g, 1, 1).decode_read_s)) fail('one rank moved with the alone rate');
+const pass = (bytes, macs, rows, cores) => Math.max(bytes / (cores * 4e9), 2 * rows * macs / (cores * 50e9));
+const wantB2 = layersB / (2 * 4e9) + pass(headB / 2, 151936 * 512 / 2, 2, 2) + 2 * 512000 / (2 * 8e9);
+if (!near(find(b2, 1, 2).decode_read_s, wantB2)) fail(`pcp 2, B = 2: ${find(b2, 1, 2).decode_read_s} != ${wantB2}`);
+console.log(`ok   fewer decodes than PCP ranks: pcp 2 layers at ${(layersB / (2 * 6e9) * 1e3).toFixed(3)} ms (alone 6), capped at 8 GB/s`);
+JS
 # Several sequences decoding together (--concurrency B): rank 0 runs ceil(B / pcp) rows of
 # the layers and all B rows of its cut of the LM head; with every rate given (nothing
 # calibrated at more rows) each pass takes the larger of reading its weights at the one-row
@@ -132,6 +163,9 @@ for (const k of ['gemm_gflops_per_core', 'attention_gflops_per_core', 'read_gbps
                  'weight_read_gbps_per_core', 'lm_head_read_gbps_per_core', 'read_gbps_1t', 'fma_gflops_1t'])
   if (!(Number.isFinite(j.calibration[k]) && j.calibration[k] > 0)) fail(`calibration.${k} = ${j.calibration[k]}`);
 if (j.machine.lm_head_read_gbps_per_core !== j.calibration.lm_head_read_gbps_per_core) fail('the LM head rate is not the calibrated one');
+// The one-thread-alone decode rate: measured with more than one thread, 0 (none) with one.
+if (j.calibration.threads > 1 ? !(j.calibration.weight_read_gbps_alone > 0) : j.calibration.weight_read_gbps_alone !== 0)
+  fail(`calibration.weight_read_gbps_alone = ${j.calibration.weight_read_gbps_alone} with ${j.calibration.threads} threads`);
 if (j.calibration.rounds !== 3) fail(`calibration.rounds = ${j.calibration.rounds}, want 3 (each rate the median of 3 interleaved rounds)`);
 // --concurrency 4 on this machine's cores: the layouts need 4 rows (pcp 1: the layers and
 // the LM head) and, where pcp 2 or 4 fits in the cores, 2 or 1 rows of the layers; each row
