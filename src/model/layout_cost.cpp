@@ -176,13 +176,14 @@ LayoutEstimate estimate_layout(const ModelConfig& c, const LayoutChoice& l,
   const double layer_macs = double(linear_macs_per_token(c)) / double(l.tp);
   const double head_macs = double(c.vocab_size) * double(H) / double(l.tp * P);
   // Fewer decodes than PCP ranks (B < P, one row each on its home rank): on one host only
-  // the home ranks' cores stream the layers, B x tp x dcp x threads of the host's cores, and
-  // share the bus among themselves: each reads at the all-busy rate scaled by the busy share,
-  // at most at the rate of one thread alone. Example: one host of 2 cores, pcp 2 x 1 thread,
-  // B = 1: one busy core, min(alone, 2 x all-busy).
+  // the home ranks' cores stream the layers, B x tp x threads of the host's cores (a home
+  // PCP rank is a whole TP group; DCP splits within it), and share the bus among themselves:
+  // each reads at the all-busy rate scaled by the busy share, at most at the rate of one
+  // thread alone. Example: one host of 2 cores, pcp 2 x 1 thread, B = 1: one busy core,
+  // min(alone, 2 x all-busy).
   double layer_gbps = weight_gbps;
   if (B < P && m.hosts == 1 && m.weight_read_gbps_alone > 0) {
-    const double busy = double(B * l.tp * l.dcp) * cores_per_rank;
+    const double busy = double(B * l.tp) * cores_per_rank;
     layer_gbps = std::max(weight_gbps, std::min(m.weight_read_gbps_alone,
                                                 weight_gbps * double(m.cores_per_host) / busy));
   }

@@ -102,6 +102,11 @@ if (g.machine.weight_read_gbps_alone !== 0) fail('rates given without the alone 
 const want = (rate) => layersB / (2 * rate * 1e9) + headB / 2 / (2 * 4e9) + 512000 / (2 * 8e9);
 if (!near(find(a6, 1, 2).decode_read_s, want(6))) fail(`pcp 2, alone 6: ${find(a6, 1, 2).decode_read_s} != ${want(6)}`);
 if (!near(find(a20, 1, 2).decode_read_s, want(8))) fail(`pcp 2, alone 20: ${find(a20, 1, 2).decode_read_s} != ${want(8)} (capped at the busy share)`);
+// tp 2 x pcp 2 x 1 thread, B = 1: the home PCP rank is a TP group of 2 ranks, 2 busy cores of
+// 4, so its layer shard (half the bytes) reads at min(20, 4 x 4 / 2) = 8 instead of 4.
+const tp2pcp2 = (x) => find(x, 2, 2).decode_read_s;
+const wantDelta = layersB / 2 * (1 / 4e9 - 1 / 8e9);
+if (!near(tp2pcp2(g) - tp2pcp2(a20), wantDelta)) fail(`tp 2 x pcp 2: ${tp2pcp2(g) - tp2pcp2(a20)} s faster, want ${wantDelta}`);
 // One rank (every core busy) and pcp 2 at B = 2 (every rank busy) keep the all-busy rate.
 if (!near(find(a6, 1, 1).decode_read_s, find(g, 1, 1).decode_read_s)) fail('one rank moved with the alone rate');
 const pass = (bytes, macs, rows, cores) => Math.max(bytes / (cores * 4e9), 2 * rows * macs / (cores * 50e9));
@@ -186,6 +191,8 @@ if "$CPINFER" plan --model "$TMP/tiny" --context-len 0 >/dev/null 2>"$TMP/err"; 
 grep -q "context-len" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: error does not name --context-len"; exit 1; }
 if "$CPINFER" plan --model "$TMP/tiny" --context-len 10 --concurrency 0 >/dev/null 2>"$TMP/err"; then echo "FAIL: --concurrency 0 accepted"; exit 1; fi
 grep -q "concurrency" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: error does not name --concurrency"; exit 1; }
+if "$CPINFER" plan --model "$TMP/tiny" --context-len 10 --weight-read-gbps-alone 0 >/dev/null 2>"$TMP/err"; then echo "FAIL: --weight-read-gbps-alone 0 accepted"; exit 1; fi
+grep -q "weight-read-gbps-alone" "$TMP/err" || { cat "$TMP/err"; echo "FAIL: error does not name --weight-read-gbps-alone"; exit 1; }
 # --kv-cache-dtype auto (the default) is the model's dtype (config.json torch_dtype): f32
 # for the f32 model above, bf16 (half the KV bytes per rank) for a bfloat16 config.
 mkdir -p "$TMP/tiny-bf16"
