@@ -187,10 +187,9 @@ LayoutCalibration calibrate_layout_rates(const ModelConfig& c, int64_t kv_bytes,
 
     // The layer's weights, copied until the set (>= 256 MiB) is far larger than the caches: the
     // decode passes stream every copy, as a decode step streams every layer; the prefill pass
-    // runs over the first.
-    // The LM head's [vocab, hidden] matrix (far larger than the caches) is a view of the same
-    // random block: the block holds max(copies x layer, vocab x hidden) elements, so the
-    // calibration holds the larger of the two, not both.
+    // runs over the first. The LM head's [vocab, hidden] matrix (far larger than the caches)
+    // is a view of the same random block, which holds max(copies x layer, vocab x hidden)
+    // elements: the larger of the two, not both.
     const double target = double(int64_t(256) << 20);
     const double layer_bytes = double(layer_macs) * (bf ? 2.0 : 4.0);
     const int64_t copies = std::max<int64_t>(2, int64_t(std::ceil(target / layer_bytes)));

@@ -62,17 +62,17 @@ struct TimedCall {
 // Seconds per call of each of `calls`, measured in `rounds` interleaved rounds: after one
 // warm-up call (in the first round), round r times every call (the median of as many calls as
 // fit in budget_s / rounds by the warm-up's time, at least 1, at most 31) before round r + 1
-// starts, and each result is the median of its rounds. A slow
-// moment of a shared machine (another job, a throttled core) then spoils one round of the
-// calls timed during it, not every sample of one of them. Example, 3 rounds, calls a and b:
-// a0 b0 a1 b1 a2 b2, a = median(a0, a1, a2).
+// starts, and each result is the median of its rounds. A slow moment of a shared machine
+// (another job, a throttled core) then spoils one round of the calls timed during it, not
+// every sample of one of them. Example, 3 rounds, calls a and b: a0 b0 a1 b1 a2 b2,
+// a = median(a0, a1, a2).
 std::vector<double> time_interleaved_rounds(const std::vector<TimedCall>& calls,
                                             int rounds = kCalibrationRounds);
 
 // kv_bytes: 2 (bf16 cache) or 4 (f32). decode_rows: row counts > 1 to calibrate the decode
 // layer and the LM head at (those above kMaxCalibratedDecodeRows are skipped). Every rate is
 // one call of one time_interleaved_rounds list, so a rate's rounds lie seconds apart. Takes a
-// few seconds, plus about a third of a second per row count (more for 7B-class shapes: ~31 s
+// few seconds, plus about half a second per row count (more for 7B-class shapes: ~31 s
 // for Llama-3.1-8B on a 2-core AMD EPYC Zen 3), and holds one block of random weights, the
 // larger of the decode layer's copies and the LM head (a view of the same block), with the
 // prefill pass's activations: ~0.47 GB peak for qwen2.5-0.5b, ~1.6 GB for Llama-3.1-8B.
