@@ -303,18 +303,32 @@ struct Wide {
 // faster this way). Q (times sm_scale * log2 e) and P are rounded to bf16 like K and V
 // already are, so each score moves by at most 2^-9 sum_d |q_d k_d| * scale (the same order
 // as the K storage rounding) and O by at most 2^-9 max|v| (as V's); sums and the softmax
-// stay f32.
-//   QK: lanes l = 2h + e (h: q head, e: which K pair of a quad): one 64-bit broadcast of
-//       K_n[4c .. 4c + 4) and one vdpbf16ps against Qp[c][l] = (q_h[4c + 2e], q_h[4c + 2e + 1])
-//       accumulate S_n[h] in lanes 2h and 2h + 1; they are added at the end.
+// stay f32. M lanes (1..8) are known at compile time.
+//   QK: lanes l = W h + e of a vector (h: lane of the task, e < W: which pair of a chunk of
+//       2W K values), W = 2 for M > 4 (8 lanes x 2) and W = 4 for M <= 4 (4 lanes x 4, so
+//       no half-empty vectors): one 2W-value broadcast of K_n[2W c .. 2W (c + 1)) and one
+//       vdpbf16ps against Qp[c][l] = (q_h[2W c + 2e], q_h[2W c + 2e + 1]) accumulate S_n[h]
+//       in lanes W h .. W h + W - 1; they are added at the end, two tokens (W = 2) or four
+//       (W = 4) at a time. Example, W = 4, c = 1: lane 6 (h 1, e 2) adds
+//       q_1[12] K_n[12] + q_1[13] K_n[13].
 //   PV: pairs along n: Pp[p][m] = (P[2p][m], P[2p + 1][m]); V rows 2p and 2p + 1 interleaved
 //       by unpacklo/hi_epi16 give 16 (V[2p][d], V[2p+1][d]) pairs per vector. Within each
 //       32-column chunk at c, lo vector lane j is d = c + 8 (j / 4) + j % 4 and hi vector lane
-//       j is d = c + 8 (j / 4) + 4 + j % 4 (undone when O is written).
+//       j is d = c + 8 (j / 4) + 4 + j % 4 (undone when O is written). M x 2 accumulators.
 namespace bf16dot {
 
 constexpr int kIR = 8;  // tokens per QK register tile (their pointers fit the GPRs)
 
+// Lanes 0-7 of even / odd elements of the 32-lane pair (a, b): sums of adjacent lanes of
+// a then b: (a0 + a1, a2 + a3, ..., b14 + b15).
+__attribute__((target("avx512f"))) inline __m512 add_adjacent(__m512 a, __m512 b) {
+  const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i od = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  return _mm512_add_ps(_mm512_permutex2var_ps(a, ev, b), _mm512_permutex2var_ps(a, od, b));
+}
+
+// S[n][0, 8) (lanes of token n) for n in [0, rows), rows a multiple of kIR.
+template <int W>
 __attribute__((target("avx512bf16"))) void qk(int64_t rows, int64_t D,
                                                const uint16_t* const* krows, int64_t off,
                                                const uint32_t* Qp, float* S,
@@ -327,22 +341,42 @@ __attribute__((target("avx512bf16"))) void qk(int64_t rows, int64_t D,
       acc[i] = _mm512_setzero_ps();
       r[i] = krows[n0 + i] + off;
     }
-    for (int64_t c = 0; c < D / 4; ++c) {
+    for (int64_t c = 0; c < D / (2 * W); ++c) {
       pf.next();
       const __m512bh q = (__m512bh)_mm512_loadu_si512(Qp + c * 16);
 #pragma GCC unroll 16
       for (int i = 0; i < kIR; ++i) {
-        // vbroadcastsd from memory: a load-port broadcast of the 4 bf16 (no shuffle uop).
-        double k;
-        std::memcpy(&k, r[i] + 4 * c, 8);
-        acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)_mm512_set1_pd(k), q);
+        // A load-port broadcast of the 2W bf16 (no shuffle uop).
+        __m512i k;
+        if constexpr (W == 2) {
+          double k4;
+          std::memcpy(&k4, r[i] + 4 * c, 8);
+          k = _mm512_castpd_si512(_mm512_set1_pd(k4));
+        } else {
+          k = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[i] + 8 * c)));
+        }
+        acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)k, q);
       }
     }
-#pragma GCC unroll 16
-    for (int i = 0; i < kIR; ++i) {
-      const __m512 x = _mm512_add_ps(acc[i], _mm512_permute_ps(acc[i], 0xB1));
-      _mm256_storeu_ps(S + (n0 + i) * 8,
-                       _mm512_castps512_ps256(_mm512_maskz_compress_ps(0x5555, x)));
+    if constexpr (W == 2) {
+      // Tokens i, i + 1: lanes 0-7 and 8-15 = S rows n0 + i and n0 + i + 1.
+#pragma GCC unroll 8
+      for (int i = 0; i < kIR; i += 2)
+        _mm512_storeu_ps(S + (n0 + i) * 8, add_adjacent(acc[i], acc[i + 1]));
+    } else {
+      // Two levels: lanes 4 t + h of y hold token i + t, lane h (t, h < 4); spread into
+      // S rows of 8 (lanes 4-7 zero).
+      const __m512i spread = _mm512_setr_epi32(0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7, 0, 0, 0, 0);
+      const __m512i spread_hi =
+          _mm512_setr_epi32(8, 9, 10, 11, 0, 0, 0, 0, 12, 13, 14, 15, 0, 0, 0, 0);
+#pragma GCC unroll 4
+      for (int i = 0; i < kIR; i += 4) {
+        const __m512 y = add_adjacent(add_adjacent(acc[i], acc[i + 1]),
+                                      add_adjacent(acc[i + 2], acc[i + 3]));
+        _mm512_storeu_ps(S + (n0 + i) * 8, _mm512_maskz_permutexvar_ps(0x0F0F, spread, y));
+        _mm512_storeu_ps(S + (n0 + i + 2) * 8,
+                         _mm512_maskz_permutexvar_ps(0x0F0F, spread_hi, y));
+      }
     }
   }
 }
@@ -365,15 +399,16 @@ __attribute__((target("avx512bf16"))) void pack_p(const float* S, int64_t nv, ui
   _mm256_storeu_ps(lo_sum, _mm256_fmadd_ps(_mm256_loadu_ps(lo_sum), _mm256_loadu_ps(corr), sum));
 }
 
-// O[m][:D] (permuted, see above) (= O * corr[m] |+=) sum_p Pp[p][m] . (V_2p, V_2p+1), 8 rows.
+// O[m][:D] (permuted, see above) (= O * corr[m] |+=) sum_p Pp[p][m] . (V_2p, V_2p+1), m < M.
+template <int M>
 __attribute__((target("avx512bf16"))) void pv(int64_t np, int64_t D, const uint32_t* Pp,
                                                const uint16_t* const* vrows, int64_t off,
                                                float* O, flash::Acc mode, const float* corr,
                                                flash::LineCursor& pf) {
   for (int64_t c = 0; c < D; c += 32) {
-    __m512 acc[8][2];
+    __m512 acc[M][2];
 #pragma GCC unroll 8
-    for (int m = 0; m < 8; ++m)
+    for (int m = 0; m < M; ++m)
       for (int v = 0; v < 2; ++v) {
         float* o = O + m * D + c + 16 * v;
         if (mode == flash::Acc::Zero) acc[m][v] = _mm512_setzero_ps();
@@ -387,28 +422,31 @@ __attribute__((target("avx512bf16"))) void pv(int64_t np, int64_t D, const uint3
       const __m512bh lo = (__m512bh)_mm512_unpacklo_epi16(a, b);
       const __m512bh hi = (__m512bh)_mm512_unpackhi_epi16(a, b);
 #pragma GCC unroll 8
-      for (int m = 0; m < 8; ++m) {
+      for (int m = 0; m < M; ++m) {
         const __m512bh pm = (__m512bh)_mm512_set1_epi32(int(Pp[p * 8 + m]));
         acc[m][0] = _mm512_dpbf16_ps(acc[m][0], pm, lo);
         acc[m][1] = _mm512_dpbf16_ps(acc[m][1], pm, hi);
       }
     }
 #pragma GCC unroll 8
-    for (int m = 0; m < 8; ++m)
+    for (int m = 0; m < M; ++m)
       for (int v = 0; v < 2; ++v) _mm512_storeu_ps(O + m * D + c + 16 * v, acc[m][v]);
   }
 }
 
-
 }  // namespace bf16dot
 
+// The Math of run_decode for M lanes (the Kv parameter only fits run_lanes; always bf16).
+template <class Kv, int M>
 struct Dot {
+  static_assert(std::is_same_v<typename Kv::E, uint16_t>);
   using E = uint16_t;
+  static constexpr int W = M <= 4 ? 4 : 2;  // QK lanes per q lane (see above)
   static constexpr int64_t kRowQuantum = bf16dot::kIR;
   static constexpr bool kRoundedWeights = true;
 
-  static int64_t q_floats(int64_t D) { return 4 * D; }
-  static int64_t qk_steps(int64_t rows, int64_t D) { return rows / bf16dot::kIR * (D / 4); }
+  static int64_t q_floats(int64_t D) { return 8 * D / W; }
+  static int64_t qk_steps(int64_t rows, int64_t D) { return rows / bf16dot::kIR * (D / (2 * W)); }
   static int64_t pv_steps(int64_t nv, int64_t D) { return (D / 32) * ((nv + 1) / 2); }
   // Position p of a lane's O row (see the PV layout above): d.
   static int64_t d_of(int64_t p) {
@@ -416,14 +454,14 @@ struct Dot {
     return j < 16 ? c + 8 * (j / 4) + j % 4 : c + 8 * ((j - 16) / 4) + 4 + (j - 16) % 4;
   }
 
-  // Qp[c][2g + e] = bf16 pair (q[4c + 2e], q[4c + 2e + 1]) * scale of lane g (< M) of head h
-  // (lane g = row g / G, q head g % G of the KV head); zero for g >= M.
+  // Qp[c][W g + e] = bf16 pair (q[2W c + 2e], q[2W c + 2e + 1]) * scale of lane g (< M) of
+  // head h (lane g = row g / G, q head g % G of the KV head); zero for g >= M.
   static void prep_q(const FlashTask& t, int64_t h, float* qb) {
-    const int64_t G = t.group, D = t.head_dim, M = t.rows * G;
+    const int64_t G = t.group, D = t.head_dim;
     uint32_t* qp = reinterpret_cast<uint32_t*>(qb);
-    for (int64_t c = 0; c < D / 4; ++c)
+    for (int64_t c = 0; c < D / (2 * W); ++c)
       for (int64_t l = 0; l < 16; ++l) {
-        const int64_t g = l / 2, d = 4 * c + 2 * (l % 2);
+        const int64_t g = l / W, d = 2 * W * c + 2 * (l % W);
         uint32_t w = 0;
         if (g < M) {
           const float* q = t.q + (g / G) * t.ldq + (h * G + g % G) * D;
@@ -439,13 +477,13 @@ struct Dot {
   }
   static void qk(int64_t rows, int64_t D, const E* const* kr, int64_t off, const float* Q,
                  float* S, flash::LineCursor& pf) {
-    bf16dot::qk(rows, D, kr, off, reinterpret_cast<const uint32_t*>(Q), S, pf);
+    bf16dot::qk<W>(rows, D, kr, off, reinterpret_cast<const uint32_t*>(Q), S, pf);
   }
   static void pv(int64_t nv, int64_t D, const float* P, uint32_t* Pp, const E* const* vr,
                  int64_t off, float* O, flash::Acc mode, const float* corr, float* lo_sum,
                  flash::LineCursor& pf) {
     bf16dot::pack_p(P, nv, Pp, lo_sum, corr);
-    bf16dot::pv((nv + 1) / 2, D, Pp, vr, off, O, mode, corr, pf);
+    bf16dot::pv<M>((nv + 1) / 2, D, Pp, vr, off, O, mode, corr, pf);
   }
 };
 
@@ -460,7 +498,7 @@ bool decode_task(const FlashTask& t) {
   const int64_t M = t.rows * t.group;
   if (M < 1 || M > kLanes || t.head_dim % 32 != 0) return false;
   if (t.kv_dtype == DType::BF16) {
-    if (t.bf16_dot && cpu_has_bf16()) run_decode<Dot>(t);
+    if (t.bf16_dot && cpu_has_bf16()) run_lanes<Dot, KvBf16>(t, M);
     else run_lanes<Wide, KvBf16>(t, M);
     return true;
   }
