@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "dist/launcher.h"
+#include "kernels/linear.h"
 
 namespace cpinfer {
 
@@ -32,6 +33,7 @@ int cli_main(int argc, char** argv) {
   register_plan(app, &action);
   try {
     app.parse(int(ptrs.size()), ptrs.data());
+    linear_read_environment();
     return action ? action() : 1;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -103,6 +103,18 @@ void set_active_isa(Isa isa) {
 
 bool bf16_dot_supported() { return features().avx512_bf16; }
 
+int cpu_family() {
+  static const int family = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    // Display family: the base family (EAX bits 8-11), plus the extended family (bits
+    // 20-27) when the base is 0xF. Example: AMD Zen 4, base 0xF + extended 0xA = 0x19.
+    const int base = int((a >> 8) & 0xF);
+    return base == 0xF ? base + int((a >> 20) & 0xFF) : base;
+  }();
+  return family;
+}
+
 namespace {
 std::atomic<int> g_bf16_math{int(Bf16Math::Auto)};
 }  // namespace

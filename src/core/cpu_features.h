@@ -22,6 +22,8 @@ void set_active_isa(Isa isa);          // for tests that sweep ISAs; throws if u
 // bf16_dot_preferred(), F32 elsewhere.
 enum class Bf16Math : uint8_t { Auto, Dot, F32 };
 
+// The CPU's display family from CPUID leaf 1 (AMD: 0x19 = Zen 3 / Zen 4, 0x1A = Zen 5).
+int cpu_family();
 // Whether this CPU has AVX512_BF16 (and the OS keeps zmm state).
 bool bf16_dot_supported();
 // Whether this CPU's bf16 dot unit outruns its f32 FMAs, so that Bf16Math::Auto picks Dot:

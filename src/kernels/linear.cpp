@@ -113,6 +113,21 @@ int64_t linear_impl::skinny_max_rows_for(bool avx512) {
   return avx512 ? 24 : 48;
 }
 
+bool linear_impl::gemv_prefetch_for(DType dt) {
+  static const int forced = [] {
+    const char* v = std::getenv("CPINFER_GEMV_PREFETCH");
+    if (v == nullptr || *v == '\0') return -1;
+    const std::string s(v);
+    CPI_CHECK(s == "0" || s == "1", "CPINFER_GEMV_PREFETCH='{}' is not 0 or 1", s);
+    return s == "1" ? 1 : 0;
+  }();
+  if (forced >= 0) return forced == 1;
+  // AMD family 25 (19h) is Zen 3 and Zen 4; of the two only Zen 4 has AVX-512.
+  static const bool zen4 = __builtin_cpu_is("amd") && cpu_family() == 0x19 &&
+                           isa_supported(Isa::Avx512);
+  return dt == DType::Q8_0 || !zen4;
+}
+
 const linear_impl::Kernels& linear_impl::kernels_for_path(const Kernels& k, Path p) {
   return p == Path::GemmBf16Dot || p == Path::SkinnyBf16Dot ? avx512_bf16_dot_kernels() : k;
 }
@@ -201,6 +216,8 @@ const float* linear_impl::rows_for_path(const float* x, int64_t M, int64_t& ldx,
   ldx = K;
   return r;
 }
+
+void linear_read_environment() { (void)linear_impl::gemv_prefetch_for(DType::BF16); }
 
 bool linear_uses_bf16_dot(DType dt) {
   return linear_impl::bf16_dot_gemm_available(dt) && bf16_dot_chosen();

@@ -38,6 +38,10 @@ void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const f
 // Whether a prefill-sized GEMM over weights of `dt` runs on bf16 dot products now (the
 // setting above, the active ISA and the CPU): what `bench latency` names as its mfu unit.
 bool linear_uses_bf16_dot(DType dt);
+// Reads the linear kernels' environment overrides now (CPINFER_GEMV_PREFETCH=0|1: the
+// GEMV's software prefetch, for A/B runs; the default is a per-CPU rule), so that a bad value
+// is an error before any work starts rather than in a worker thread.
+void linear_read_environment();
 
 // Row gather for embeddings: out[i, :] = table[ids[i], :] widened to f32.
 // table: [rows, cols]; ids: [n]; out: [n, cols] contiguous. ids must be in [0, rows)

@@ -65,6 +65,8 @@ void pack_x_tile(const float* x, int64_t ldx, int mr, int64_t kc, float* xp) {
 // alone does not run far enough ahead to keep DRAM busy while the core computes (Xeon with
 // AVX512_BF16, 1 thread, qwen2.5-0.5b gate/up [9728, 896]: bf16 8.8-9.6 -> 12.4-12.8 GB/s,
 // the thread's read peak; Q8_0, whose widening costs more per byte, 6.2 -> 10.4 GB/s).
+// Not on every CPU: on AMD Zen 4 the same prefetch halves the bf16 GEMV's stream, so it is
+// a per-CPU choice (gemv_prefetch_for).
 // x rows go in groups of up to 4 per pass over a W row.
 //   * Several groups (M > 4): W rows go in blocks of about 16 KB, so the block the first
 //     group pulled from DRAM is still in L1/L2 for the others.
@@ -101,6 +103,7 @@ void gemv_task_t(const float* x, int64_t M, int64_t ldx, const WeightView& w, co
       std::min(K / g, x_bytes > kGemvXBytesMax ? ceil_div(x_bytes, kGemvXChunkBytes) : 1);
   const int64_t chunk_bytes = row_bytes<DT>(ceil_div(K / g, k_chunks) * g);
   const int64_t ld_bytes = row_bytes<DT>(w.ld);
+  const bool prefetch = gemv_prefetch_for(DT);
   const int64_t block =
       M <= kGemvXGroup ? n1 - n0 : std::max<int64_t>(1, kGemvBlockBytes / chunk_bytes);
   for (int64_t c = 0; c < k_chunks; ++c) {
@@ -113,7 +116,7 @@ void gemv_task_t(const float* x, int64_t M, int64_t ldx, const WeightView& w, co
         const float* xm = x + m * ldx + k0;
         for (int64_t n = nb; n < ne; ++n) {
           const char* wr = base + n * ld_bytes + row_bytes<DT>(k0);
-          const char* pf = m == 0 && n + kGemvPrefetchRows < n1
+          const char* pf = prefetch && m == 0 && n + kGemvPrefetchRows < n1
                                ? wr + kGemvPrefetchRows * ld_bytes
                                : nullptr;
           const float b = bias ? bias[n] : 0.0f;

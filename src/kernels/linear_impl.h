@@ -80,6 +80,15 @@ void gate_up_silu_unfused(const Kernels& k, const float* x, int64_t ldx, const W
 // CPUID rule, not a timing, so every rank of a job takes the same paths.
 int64_t skinny_max_rows_for(bool avx512);
 
+// Whether the GEMV prefetches W two rows ahead in software (linear_driver.h) for weights of
+// `dt`. Yes for Q8_0 everywhere and for the other types on Intel cores (Xeon: bf16 8.8-9.6
+// -> 12.4-12.8 GB/s on one thread). No for F32 / BF16 / F16 on AMD Zen 4 (family 25 with
+// AVX-512), where the hardware prefetchers stream W faster alone (bench/linear_bench, M = 1,
+// one thread, mean GB/s: bf16 gate/up 11.3 -> 21.7, LM head 11.5 -> 23.9; f32 LM head 24.1
+// -> 28.4; Q8_0 loses without it: down 12.8 -> 10.1). Other AMD cores (Zen 3, Zen 5) keep
+// it: not measured without. CPINFER_GEMV_PREFETCH=0 or 1 overrides it (for A/B runs).
+bool gemv_prefetch_for(DType dt);
+
 // Which kernel linear() runs: chosen by shape (Auto), or forced, for tests that must cover
 // every path at every M. Process-wide; tests set it and restore Auto. Skinny falls back to
 // Gemv on an ISA without a skinny kernel; GemmBf16Dot and SkinnyBf16Dot (the kernels of

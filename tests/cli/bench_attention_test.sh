@@ -53,6 +53,14 @@ for isa in generic avx2 avx512; do
   fi
 done
 
+# The GEMV's prefetch override takes 0 or 1; anything else is refused before work starts.
+if CPINFER_GEMV_PREFETCH=yes "$CPINFER" bench peak --json --seconds 0.05 --repeats 1 \
+     --read-mib 64 >/dev/null 2>"$TMP/env.err"; then
+  fail "CPINFER_GEMV_PREFETCH=yes accepted"
+fi
+grep -q "CPINFER_GEMV_PREFETCH='yes' is not 0 or 1" "$TMP/env.err" ||
+  fail "CPINFER_GEMV_PREFETCH error: $(cat "$TMP/env.err")"
+
 "$CPINFER" bench peak --json --seconds 0.05 --repeats 1 --read-mib 64 --threads 2 \
   >"$TMP/peak.json" || fail "bench peak"
 check_json "$TMP/peak.json" fma_gflops_per_thread read_gbps_per_thread read_gbps_all_threads \

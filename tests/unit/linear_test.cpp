@@ -22,6 +22,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -407,6 +408,34 @@ TEST(Linear, AutoPathCrossoverFollowsTheCpu) {
     EXPECT_EQ(linear_impl::choose_path(k, limit, 896, DType::BF16), linear_impl::Path::Skinny);
     EXPECT_EQ(linear_impl::choose_path(k, limit + 1, 896, DType::BF16), linear_impl::Path::Gemm);
   }
+}
+
+// The GEMV's software prefetch follows the CPU (read here from /proc/cpuinfo): off for
+// F32 / BF16 / F16 weights on AMD family 25 with AVX-512 (Zen 4), on everywhere else and
+// always for Q8_0.
+TEST(Linear, GemvPrefetchFollowsTheCpu) {
+  if (std::getenv("CPINFER_GEMV_PREFETCH") != nullptr) {
+    std::printf("skipped: CPINFER_GEMV_PREFETCH is set and overrides the rule\n");
+    return;
+  }
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  int family = -1;
+  bool avx512f = false;
+  while (std::getline(f, line)) {
+    if (family < 0 && line.rfind("cpu family", 0) == 0)
+      family = std::stoi(line.substr(line.find(':') + 1));
+    if (line.rfind("flags", 0) == 0) {
+      avx512f = (line + " ").find(" avx512f ") != std::string::npos;
+      break;
+    }
+  }
+  const bool zen4 = cpu_is_amd() && family == 25 && avx512f;
+  std::printf("CPU family %d, avx512f %d: GEMV prefetch %s for bf16\n", family, int(avx512f),
+              zen4 ? "off" : "on");
+  for (DType dt : {DType::F32, DType::BF16, DType::F16})
+    EXPECT_EQ(linear_impl::gemv_prefetch_for(dt), !zen4) << dtype_name(dt);
+  EXPECT_TRUE(linear_impl::gemv_prefetch_for(DType::Q8_0));
 }
 
 // ---- the bf16-dot GEMM (AVX512_BF16) ---------------------------------------------------
