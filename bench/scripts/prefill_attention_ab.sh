@@ -10,7 +10,8 @@
 # `other_cpu_s`), so contaminated runs can be spotted. One JSON line per run to $OUT.
 #   OLD, NEW  the two cpinfer binaries (default: NEW=build/cpinfer, OLD unset: NEW alone)
 #   MODE (prefill), LEN (4096 for prefill, 32768 for decode), ROUNDS (2),
-#   OUT (bench/results/prefill_attention_ab.jsonl)
+#   OUT (bench/results/prefill_attention_ab.jsonl), BF16_MATH (exact: f32 FMAs; dot: bf16 dot
+#   products over a bf16 cache where the CPU has them), KVS (the cache dtypes: "f32 bf16")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/cpu_time.sh
@@ -23,6 +24,8 @@ case $MODE in
   *) echo "MODE must be prefill or decode, not '$MODE'" >&2; exit 2 ;;
 esac
 ROUNDS=${ROUNDS:-2}
+BF16_MATH=${BF16_MATH:-exact}
+KVS=${KVS:-f32 bf16}
 OUT=${OUT:-bench/results/prefill_attention_ab.jsonl}
 mkdir -p "$(dirname "$OUT")"
 lscpu | grep "Model name"
@@ -32,7 +35,7 @@ builds=(new)
 for r in $(seq "$ROUNDS"); do
   for shape in "14 2 64" "16 2 128" "28 4 128" "32 8 128"; do
     read -r hq hkv d <<<"$shape"
-    for kv in f32 bf16; do
+    for kv in $KVS; do
       for t in 1 2; do
         for build in "${builds[@]}"; do
           bin=$NEW
@@ -40,7 +43,7 @@ for r in $(seq "$ROUNDS"); do
           b0=$(busy_jiffies)
           s0=$(date +%s.%N)
           line=$("$bin" bench attention --mode "$MODE" "$len_flag" "$LEN" --num-q-heads "$hq" \
-            --num-kv-heads "$hkv" --head-dim "$d" --kv-cache-dtype "$kv" --bf16-math exact \
+            --num-kv-heads "$hkv" --head-dim "$d" --kv-cache-dtype "$kv" --bf16-math "$BF16_MATH" \
             --threads "$t" --repeats "$reps" --json 2>/dev/null | tail -1)
           # Other processes' CPU seconds: the machine's busy time minus this run's own (at
           # most t threads busy for the whole wall time: an upper bound of its own share).

@@ -113,6 +113,15 @@ int64_t linear_impl::skinny_max_rows_for(bool avx512) {
   return avx512 ? 24 : 48;
 }
 
+namespace {
+// AMD family 25 (19h) is Zen 3 and Zen 4; of the two only Zen 4 has AVX-512.
+bool cpu_is_zen4() {
+  static const bool zen4 =
+      __builtin_cpu_is("amd") && cpu_family() == 0x19 && isa_supported(Isa::Avx512);
+  return zen4;
+}
+}  // namespace
+
 bool linear_impl::gemv_prefetch_for(DType dt) {
   static const int forced = [] {
     const char* v = std::getenv("CPINFER_GEMV_PREFETCH");
@@ -122,11 +131,10 @@ bool linear_impl::gemv_prefetch_for(DType dt) {
     return s == "1" ? 1 : 0;
   }();
   if (forced >= 0) return forced == 1;
-  // AMD family 25 (19h) is Zen 3 and Zen 4; of the two only Zen 4 has AVX-512.
-  static const bool zen4 = __builtin_cpu_is("amd") && cpu_family() == 0x19 &&
-                           isa_supported(Isa::Avx512);
-  return dt == DType::Q8_0 || !zen4;
+  return dt == DType::Q8_0 || !cpu_is_zen4();
 }
+
+bool linear_impl::skinny_prefetch_to_l2() { return cpu_is_zen4(); }
 
 const linear_impl::Kernels& linear_impl::kernels_for_path(const Kernels& k, Path p) {
   return p == Path::GemmBf16Dot || p == Path::SkinnyBf16Dot ? avx512_bf16_dot_kernels() : k;

@@ -151,7 +151,8 @@ void gemv_task(const float* x, int64_t M, int64_t ldx, const WeightView& w, cons
 class SpreadPrefetch {
  public:
   SpreadPrefetch(const char* pf, int64_t bytes, int64_t steps)
-      : pf_(pf), lines_(pf ? (bytes + 63) / 64 : 0), steps_(steps) {}
+      : pf_(pf), lines_(pf ? (bytes + 63) / 64 : 0), steps_(steps),
+        to_l2_(skinny_prefetch_to_l2()) {}
   void at(int64_t step) {
     while (next_ < lines_ && next_ * steps_ < (step + 1) * lines_) issue();
   }
@@ -160,9 +161,14 @@ class SpreadPrefetch {
   }
 
  private:
-  void issue() { __builtin_prefetch(pf_ + 64 * next_++, 0, 3); }  // read, keep in L1 (T0)
+  // Read; into L1 (prefetcht0), or into L2 only (prefetcht1) where skinny_prefetch_to_l2().
+  void issue() {
+    if (to_l2_) __builtin_prefetch(pf_ + 64 * next_++, 0, 2);
+    else __builtin_prefetch(pf_ + 64 * next_++, 0, 3);
+  }
   const char* pf_;
   int64_t lines_, steps_, next_ = 0;
+  bool to_l2_;
 };
 
 // Kern::tile<DT, mr>(args...) for a run-time mr in [1, Kern::kSm]: a table of the kSm

@@ -88,6 +88,12 @@ int64_t skinny_max_rows_for(bool avx512);
 // -> 28.4; Q8_0 loses without it: down 12.8 -> 10.1). Other AMD cores (Zen 3, Zen 5) keep
 // it: not measured without. CPINFER_GEMV_PREFETCH=0 or 1 overrides it (for A/B runs).
 bool gemv_prefetch_for(DType dt);
+// Whether the skinny tiles prefetch the next group's W rows into L2 only (prefetcht1)
+// instead of L1 (prefetcht0). Yes on AMD Zen 4 (bench/linear_bench, bf16 dot tiles, one
+// thread, GFLOP/s: M = 8 gate/up 86-90 -> 136, LM head 88-90 -> 138; M = 16 142-146 ->
+// 168; M = 64 unchanged; no prefetch at all is worse than either: 63 at M = 8); no
+// elsewhere (prefetcht0 measured on the Xeon; prefetcht1 not measured there).
+bool skinny_prefetch_to_l2();
 
 // Which kernel linear() runs: chosen by shape (Auto), or forced, for tests that must cover
 // every path at every M. Process-wide; tests set it and restore Auto. Skinny falls back to

@@ -410,10 +410,11 @@ TEST(Linear, AutoPathCrossoverFollowsTheCpu) {
   }
 }
 
-// The GEMV's software prefetch follows the CPU (read here from /proc/cpuinfo): off for
-// F32 / BF16 / F16 weights on AMD family 25 with AVX-512 (Zen 4), on everywhere else and
-// always for Q8_0.
-TEST(Linear, GemvPrefetchFollowsTheCpu) {
+// The software prefetch of W follows the CPU (read here from /proc/cpuinfo): on AMD family
+// 25 with AVX-512 (Zen 4) the GEMV does not prefetch F32 / BF16 / F16 weights and the skinny
+// tiles prefetch into L2; elsewhere the GEMV prefetches and the skinny tiles into L1; the
+// GEMV always prefetches Q8_0.
+TEST(Linear, WeightPrefetchFollowsTheCpu) {
   if (std::getenv("CPINFER_GEMV_PREFETCH") != nullptr) {
     std::printf("skipped: CPINFER_GEMV_PREFETCH is set and overrides the rule\n");
     return;
@@ -431,11 +432,12 @@ TEST(Linear, GemvPrefetchFollowsTheCpu) {
     }
   }
   const bool zen4 = cpu_is_amd() && family == 25 && avx512f;
-  std::printf("CPU family %d, avx512f %d: GEMV prefetch %s for bf16\n", family, int(avx512f),
-              zen4 ? "off" : "on");
+  std::printf("CPU family %d, avx512f %d: GEMV prefetch %s for bf16, skinny tiles into %s\n",
+              family, int(avx512f), zen4 ? "off" : "on", zen4 ? "L2" : "L1");
   for (DType dt : {DType::F32, DType::BF16, DType::F16})
     EXPECT_EQ(linear_impl::gemv_prefetch_for(dt), !zen4) << dtype_name(dt);
   EXPECT_TRUE(linear_impl::gemv_prefetch_for(DType::Q8_0));
+  EXPECT_EQ(linear_impl::skinny_prefetch_to_l2(), zen4);
 }
 
 // ---- the bf16-dot GEMM (AVX512_BF16) ---------------------------------------------------
