@@ -299,6 +299,9 @@ int run_latency(const LatencyArgs& a) {
   j["kv_cache_dtype"] = ro.kv_dtype == DType::BF16 ? "bf16" : "f32";  // auto resolved
   j["quantization"] = a.quantization;
   j["weights_q8_0"] = q8;  // the weights the kernels read (a Q8_0 GGUF file: true, "none")
+  // With Q8_0 weights: whether the activations were quantized to int8 (Int8Math) or met the
+  // weights in f32.
+  j["int8_math_used"] = !q8 ? "none" : linear_uses_int8_dot(DType::Q8_0) ? "dot" : "exact";
   j["prefill_flops"] = flops;
   j["decode_bytes_per_token"] = bytes;
   j["peak_fma_gflops_per_core"] = peak.fma_gflops_1t;
@@ -374,6 +377,7 @@ void register_bench_latency(CLI::App& bench, CommandAction* action) {
       ->capture_default_str();
   add_quantization_flag(cmd, &a->quantization);
   add_bf16_math_flag(cmd);
+  add_int8_math_flag(cmd);
   cmd->add_flag("--json", a->json, "One JSON line");
   cmd->add_option("--overlap-comm", a->overlap_comm,
                   "Under PCP, run the K/V gather beside the attention over each rank's own "

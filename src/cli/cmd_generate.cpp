@@ -315,6 +315,7 @@ void register_generate(CLI::App& app, CommandAction* action) {
       ->capture_default_str();
   add_quantization_flag(cmd, &a->quantization);
   add_bf16_math_flag(cmd);
+  add_int8_math_flag(cmd);
   auto* chunk = cmd->add_option("--prefill-chunk", a->prefill_chunk, "Prompt tokens per prefill step")
       ->capture_default_str()->check(CLI::Range(int64_t(1), int64_t(1) << 20));
   auto* chunks = cmd->add_option("--prefill-chunks", a->prefill_chunks,

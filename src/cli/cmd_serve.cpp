@@ -278,6 +278,7 @@ void register_serve(CLI::App& app, CommandAction* action) {
       ->capture_default_str();
   add_quantization_flag(cmd, &a->quantization);
   add_bf16_math_flag(cmd);
+  add_int8_math_flag(cmd);
   cmd->add_option("--generation-config", a->generation_config,
                   "Sampling defaults of requests that omit them: auto (the model's "
                   "generation_config.json: temperature, top_p, top_k, min_p, "

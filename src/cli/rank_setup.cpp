@@ -61,4 +61,18 @@ void add_bf16_math_flag(CLI::App* cmd) {
       ->check(CLI::IsMember({"auto", "dot", "exact"}));
 }
 
+void add_int8_math_flag(CLI::App* cmd) {
+  cmd->add_option_function<std::string>(
+         "--int8-math",
+         [](const std::string& v) {
+           set_int8_math(v == "dot" ? Int8Math::Dot : v == "exact" ? Int8Math::F32 : Int8Math::Auto);
+         },
+         "How activations meet int8 (Q8_0) weights (--quantization int8 or a Q8_0 GGUF file): "
+         "dot (activations quantized to int8 per block of 32 with an f32 scale, int8 dot "
+         "products: AVX512_VNNI in decode), exact (f32 arithmetic on the stored weights) or "
+         "auto (dot on CPUs with AVX512_VNNI; exact elsewhere)")
+      ->default_str("auto")
+      ->check(CLI::IsMember({"auto", "dot", "exact"}));
+}
+
 }  // namespace cpinfer

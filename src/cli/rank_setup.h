@@ -38,4 +38,8 @@ void add_quantization_flag(CLI::App* cmd, std::string* value);
 // (set_bf16_math, core/cpu_features.h) while the command line is parsed, on every rank.
 void add_bf16_math_flag(CLI::App* cmd);
 
+// --int8-math auto|dot|exact on a model command: sets the process-wide choice for Q8_0
+// weights (set_int8_math, core/cpu_features.h) while the command line is parsed, on every rank.
+void add_int8_math_flag(CLI::App* cmd);
+
 }  // namespace cpinfer

@@ -19,7 +19,8 @@ uint64_t xgetbv0() {
 }
 
 struct Features {
-  bool avx2 = false, fma = false, f16c = false, avx512 = false, avx512_bf16 = false;
+  bool avx2 = false, fma = false, f16c = false, avx512 = false, avx512_bf16 = false,
+       avx512_vnni = false;
   Features() {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
@@ -35,6 +36,8 @@ struct Features {
     avx2 = ymm_os && (b & bit_AVX2) && fma && f16c;
     bool f = b & bit_AVX512F, bw = b & bit_AVX512BW, vl = b & bit_AVX512VL, dq = b & bit_AVX512DQ;
     avx512 = avx2 && zmm_os && f && bw && vl && dq;
+    // AVX512_VNNI: leaf 7, sub-leaf 0, ECX bit 11.
+    avx512_vnni = avx512 && (c & (1u << 11));
     // AVX512_BF16: leaf 7, sub-leaf 1, EAX bit 5.
     if (avx512 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) avx512_bf16 = a & (1u << 5);
   }
@@ -124,6 +127,18 @@ Bf16Math bf16_math() { return Bf16Math(g_bf16_math.load(std::memory_order_relaxe
 bool bf16_dot_chosen() {
   const Bf16Math m = bf16_math();
   return m == Bf16Math::Dot || (m == Bf16Math::Auto && bf16_dot_preferred());
+}
+
+namespace {
+std::atomic<int> g_int8_math{int(Int8Math::Auto)};
+}  // namespace
+
+bool int8_dot_supported() { return features().avx512_vnni; }
+void set_int8_math(Int8Math m) { g_int8_math.store(int(m)); }
+Int8Math int8_math() { return Int8Math(g_int8_math.load(std::memory_order_relaxed)); }
+bool int8_dot_chosen() {
+  const Int8Math m = int8_math();
+  return m == Int8Math::Dot || (m == Int8Math::Auto && int8_dot_supported());
 }
 
 bool bf16_dot_preferred() {

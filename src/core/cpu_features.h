@@ -41,4 +41,22 @@ Bf16Math bf16_math();
 // (A kernel still runs its f32 path where the CPU lacks AVX512_BF16.)
 bool bf16_dot_chosen();
 
+// How activations meet int8 (Q8_0) weights in the linear layers. Dot: each activation row is
+// quantized per 32-element block to int8 with an f32 scale (kernels/quantize.h) and the
+// products are int8 dot products with int32 sums (vpdpbusd, AVX512_VNNI), one f32 scale
+// multiply per block; the other kernels compute the same values in f32, so results do not
+// depend on the kernel. F32: the weights dequantized and f32 FMAs against the f32
+// activations, exact on the stored weights. Auto: Dot where int8_dot_supported(), F32
+// elsewhere.
+enum class Int8Math : uint8_t { Auto, Dot, F32 };
+// Whether this CPU has AVX512_VNNI (and the OS keeps zmm state).
+bool int8_dot_supported();
+// The process-wide choice (`--int8-math` on the command line).
+void set_int8_math(Int8Math m);
+Int8Math int8_math();
+// Whether activations meeting Q8_0 weights are quantized now: int8_math() is Dot, or Auto and
+// int8_dot_supported(). (The VNNI GEMV runs only with the AVX-512 kernels active; the
+// other kernels compute the same numbers in f32.)
+bool int8_dot_chosen();
+
 }  // namespace cpinfer

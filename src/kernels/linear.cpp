@@ -10,6 +10,7 @@
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "kernels/linear_impl.h"
+#include "kernels/quantize.h"
 
 namespace cpinfer {
 
@@ -93,6 +94,9 @@ linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t 
   // 632 / 678 / 450 against 568 / 514 / 538 (the skinny tiles ahead on the layer's sum).
   if (automatic && p != Path::Gemv && linear_uses_bf16_dot(dt))
     p = p == Path::Skinny && M <= kBf16DotSkinnyMaxRows ? Path::SkinnyBf16Dot : Path::GemmBf16Dot;
+  // Q8_0 weights under int8 dot math: the VNNI GEMV where the f32 math takes the GEMV.
+  if (automatic && p == Path::Gemv && linear_uses_int8_dot(dt)) p = Path::GemvInt8Dot;
+  if (p == Path::GemvInt8Dot && !int8_dot_gemv_available(dt)) p = Path::Gemv;
   if (p == Path::SkinnyBf16Dot && !bf16_dot_gemm_available(dt)) p = Path::Skinny;
   if (p == Path::Skinny && !skinny) p = Path::Gemv;
   if (p == Path::GemmBf16Dot && !bf16_dot_gemm_available(dt)) p = Path::Gemm;
@@ -101,6 +105,10 @@ linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t 
 
 bool linear_impl::bf16_dot_gemm_available(DType dt) {
   return dt == DType::BF16 && active_isa() == Isa::Avx512 && bf16_dot_supported();
+}
+
+bool linear_impl::int8_dot_gemv_available(DType dt) {
+  return dt == DType::Q8_0 && active_isa() == Isa::Avx512 && int8_dot_supported();
 }
 
 // AMD with AVX2 only (Zen 3, bench/linear_bench, best GFLOP/s, skinny against GEMM, bf16
@@ -122,7 +130,10 @@ bool cpu_is_zen4() {
 }
 }  // namespace
 
-bool linear_impl::gemv_prefetch_for(DType dt) {
+namespace {
+// CPINFER_GEMV_PREFETCH: 1 or 0 forces the GEMVs' software prefetch on or off, -1 (unset):
+// the per-CPU rules below.
+int gemv_prefetch_forced() {
   static const int forced = [] {
     const char* v = std::getenv("CPINFER_GEMV_PREFETCH");
     if (v == nullptr || *v == '\0') return -1;
@@ -130,8 +141,20 @@ bool linear_impl::gemv_prefetch_for(DType dt) {
     CPI_CHECK(s == "0" || s == "1", "CPINFER_GEMV_PREFETCH='{}' is not 0 or 1", s);
     return s == "1" ? 1 : 0;
   }();
+  return forced;
+}
+}  // namespace
+
+bool linear_impl::gemv_prefetch_for(DType dt) {
+  const int forced = gemv_prefetch_forced();
   if (forced >= 0) return forced == 1;
   return dt == DType::Q8_0 || !cpu_is_zen4();
+}
+
+bool linear_impl::gemv_int8_dot_prefetch() {
+  const int forced = gemv_prefetch_forced();
+  if (forced >= 0) return forced == 1;
+  return !cpu_is_zen4();
 }
 
 bool linear_impl::skinny_prefetch_to_l2() { return cpu_is_zen4(); }
@@ -142,6 +165,7 @@ const linear_impl::Kernels& linear_impl::kernels_for_path(const Kernels& k, Path
 
 linear_impl::GemvFn linear_impl::rows_kernel(const Kernels& k, Path p) {
   if (p == Path::SkinnyBf16Dot) return k.skinny_bf16;
+  if (p == Path::GemvInt8Dot) return gemv_int8_dot;
   return p == Path::Skinny ? k.skinny : k.gemv;
 }
 
@@ -206,8 +230,29 @@ void run_gemm(const linear_impl::Kernels& kern, const float* x, int64_t M, int64
 
 void linear_impl::force_path(Path p) { g_forced_path.store(int(p)); }
 
+namespace {
+// Rows [0, M) of x through quantize(x + m0 * ldx, m1 - m0, ldx, K, dst + m0 * dst_ld) on
+// the pool, in pieces of at least 16K elements.
+template <typename Quantize>
+void quantize_rows_on(ThreadPool& pool, const float* x, int64_t M, int64_t ldx, int64_t K,
+                      float* dst, int64_t dst_ld, Quantize quantize) {
+  pool.parallel_for(M, std::max<int64_t>(1, 16384 / K), [&](int64_t m0, int64_t m1) {
+    quantize(x + m0 * ldx, m1 - m0, ldx, K, dst + m0 * dst_ld);
+  });
+}
+}  // namespace
+
 const float* linear_impl::rows_for_path(const float* x, int64_t M, int64_t& ldx, int64_t K,
-                                        DType dt, Path path) {
+                                        DType dt, Path path, ThreadPool& pool) {
+  const bool automatic = Path(g_forced_path.load(std::memory_order_relaxed)) == Path::Auto;
+  if (path == Path::GemvInt8Dot || (automatic && linear_uses_int8_dot(dt))) {
+    const bool packed = path == Path::GemvInt8Dot;
+    const int64_t row = packed ? q8_act_row_floats(K) : K;
+    float* r = thread_scratch(3, size_t(M * row));
+    quantize_rows_on(pool, x, M, ldx, K, r, row, packed ? q8_act_rows : q8_act_fake_rows);
+    ldx = row;
+    return r;
+  }
   if (path == Path::SkinnyBf16Dot) {
     const int64_t stride = bf16_row_stride(K);
     float* packed = thread_scratch(3, size_t(M * stride / 2));
@@ -215,8 +260,7 @@ const float* linear_impl::rows_for_path(const float* x, int64_t M, int64_t& ldx,
     ldx = stride / 2;
     return packed;
   }
-  if (path == Path::GemmBf16Dot || Path(g_forced_path.load(std::memory_order_relaxed)) != Path::Auto ||
-      !linear_uses_bf16_dot(dt))
+  if (path == Path::GemmBf16Dot || !automatic || !linear_uses_bf16_dot(dt))
     return x;
   float* r = thread_scratch(3, size_t(M * K));
   for (int64_t m = 0; m < M; ++m)
@@ -230,6 +274,8 @@ void linear_read_environment() { (void)linear_impl::gemv_prefetch_for(DType::BF1
 bool linear_uses_bf16_dot(DType dt) {
   return linear_impl::bf16_dot_gemm_available(dt) && bf16_dot_chosen();
 }
+
+bool linear_uses_int8_dot(DType dt) { return dt == DType::Q8_0 && int8_dot_chosen(); }
 
 void linear_impl::check_args(const float* x, int64_t M, int64_t ldx, const WeightView& w,
                              const float* y, int64_t ldy) {
@@ -255,7 +301,7 @@ void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const f
   if (M == 0) return;
   const linear_impl::Kernels& kern = linear_impl::active_kernels();
   const linear_impl::Path path = linear_impl::choose_path(kern, M, w.cols, w.dtype);
-  x = linear_impl::rows_for_path(x, M, ldx, w.cols, w.dtype, path);
+  x = linear_impl::rows_for_path(x, M, ldx, w.cols, w.dtype, path, pool);
   if (linear_impl::is_gemm(path))
     run_gemm(linear_impl::kernels_for_path(kern, path), x, M, ldx, w, bias, y, ldy, pool);
   else run_rows(linear_impl::rows_kernel(linear_impl::kernels_for_path(kern, path), path), x, M,

@@ -1,9 +1,10 @@
 // Linear layers: y[M, N] = x[M, K] · W[N, K]^T (+ bias[N]).
 // W is the Hugging Face nn.Linear weight, row-major [out_features=N, in_features=K],
 // kept in the file's dtype (f32, bf16 or f16), or quantized to Q8_0 at load
-// (kernels/quantize.h), and widened to f32 in registers: x and y stay f32. One exception:
-// the prefill GEMM over bf16 weights may use bf16 dot products with x rounded to bf16
-// (set_linear_bf16_math below).
+// (kernels/quantize.h), and widened to f32 in registers: x and y stay f32. Two exceptions:
+// linear layers over bf16 weights may use bf16 dot products with x rounded to bf16, and
+// those over Q8_0 weights int8 dot products with x quantized per 32-element block (the
+// process-wide bf16 and int8 math below).
 #pragma once
 #include <cstdint>
 
@@ -38,6 +39,11 @@ void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, const f
 // Whether a prefill-sized GEMM over weights of `dt` runs on bf16 dot products now (the
 // setting above, the active ISA and the CPU): what `bench latency` names as its mfu unit.
 bool linear_uses_bf16_dot(DType dt);
+// Whether linear layers over weights of `dt` quantize their activations to int8 now
+// (Int8Math in core/cpu_features.h): Q8_0 weights and int8_dot_chosen(). Then every kernel
+// computes with the quantized activations (the VNNI GEMV for decode where the CPU has it,
+// the others in f32 on the same values), whatever the number of rows.
+bool linear_uses_int8_dot(DType dt);
 // Reads the linear kernels' environment overrides now (CPINFER_GEMV_PREFETCH=0|1: the
 // GEMV's software prefetch, for A/B runs; the default is a per-CPU rule), so that a bad value
 // is an error before any work starts rather than in a worker thread.

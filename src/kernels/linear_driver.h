@@ -93,6 +93,15 @@ inline void gemv_row(const float* x, int64_t ldx, const char* w, int64_t K, floa
     Kern::template row<DT, MM>(x, ldx, w, K, bias, accumulate, y, ldy, pf);
 }
 
+// A Kern with `static constexpr bool kPackedRows = true` reads x rows in its own packed form
+// (row m at x + m * ldx floats, whole rows only): no K chunks then. That is the int8-dot
+// GEMV, whose software prefetch follows its own rule (gemv_int8_dot_prefetch).
+template <typename Kern>
+constexpr bool packed_rows() {
+  if constexpr (requires { Kern::kPackedRows; }) return Kern::kPackedRows;
+  else return false;
+}
+
 template <typename Kern, DType DT>
 void gemv_task_t(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* bias,
                  float* y, int64_t ldy, int64_t n0, int64_t n1) {
@@ -100,10 +109,11 @@ void gemv_task_t(const float* x, int64_t M, int64_t ldx, const WeightView& w, co
   const auto* base = static_cast<const char*>(w.data);
   const int64_t x_bytes = std::min(M, kGemvXGroup) * K * int64_t(sizeof(float));
   const int64_t k_chunks =
-      std::min(K / g, x_bytes > kGemvXBytesMax ? ceil_div(x_bytes, kGemvXChunkBytes) : 1);
+      packed_rows<Kern>() ? 1
+      : std::min(K / g, x_bytes > kGemvXBytesMax ? ceil_div(x_bytes, kGemvXChunkBytes) : 1);
   const int64_t chunk_bytes = row_bytes<DT>(ceil_div(K / g, k_chunks) * g);
   const int64_t ld_bytes = row_bytes<DT>(w.ld);
-  const bool prefetch = gemv_prefetch_for(DT);
+  const bool prefetch = packed_rows<Kern>() ? gemv_int8_dot_prefetch() : gemv_prefetch_for(DT);
   const int64_t block =
       M <= kGemvXGroup ? n1 - n0 : std::max<int64_t>(1, kGemvBlockBytes / chunk_bytes);
   for (int64_t c = 0; c < k_chunks; ++c) {

@@ -69,6 +69,18 @@ DType path_dtype(std::span<const LinearPart> parts) {
   return parts[0].w.dtype;
 }
 
+// choose_path for the parts' path_dtype; the int8-dot GEMV reads only Q8_0 weights, so
+// parts of mixed dtypes take the f32 GEMV instead (on the same quantized x).
+linear_impl::Path fused_path(int64_t M, std::span<const LinearPart> parts) {
+  using linear_impl::Path;
+  const Path p = linear_impl::choose_path(linear_impl::active_kernels(), M, parts[0].w.cols,
+                                          path_dtype(parts));
+  if (p != Path::GemvInt8Dot) return p;
+  for (const LinearPart& part : parts)
+    if (part.w.dtype != DType::Q8_0) return Path::Gemv;
+  return p;
+}
+
 void check_parts(const float* x, int64_t M, int64_t ldx, std::span<const LinearPart> parts) {
   CPI_CHECK(!parts.empty(), "linear_fused: no parts");
   for (const LinearPart& p : parts) {
@@ -97,12 +109,11 @@ void linear_fused(const float* x, int64_t M, int64_t ldx, std::span<const Linear
     CPI_CHECK(M == 0 || (rope->cos && rope->sin), "linear_fused: RoPE tables are null");
   }
   if (M == 0) return;
-  const linear_impl::Path path = linear_impl::choose_path(linear_impl::active_kernels(), M,
-                                                          parts[0].w.cols, path_dtype(parts));
+  const linear_impl::Path path = fused_path(M, parts);
   const linear_impl::Kernels& k =
       linear_impl::kernels_for_path(linear_impl::active_kernels(), path);
   const bool gemv = !linear_impl::is_gemm(path);
-  x = linear_impl::rows_for_path(x, M, ldx, parts[0].w.cols, path_dtype(parts), path);
+  x = linear_impl::rows_for_path(x, M, ldx, parts[0].w.cols, path_dtype(parts), path, pool);
   // With RoPE, units are whole heads: the smallest multiple of the kernel's unit and of
   // head_dim (e.g. 32-row GEMM strips, head_dim 64: units of 64 rows = 2 strips).
   const int64_t B = rope ? std::lcm(unit_rows(gemv, k), rope->head_dim) : unit_rows(gemv, k);
@@ -148,12 +159,11 @@ void linear_gate_up_silu(const float* x, int64_t M, int64_t ldx, const WeightVie
   CPI_CHECK(act != nullptr || M == 0, "linear_gate_up_silu: act is null");
   if (M == 0) return;
   const elementwise_impl::Kernels& ek = elementwise_impl::active_kernels();
-  const linear_impl::Path path =
-      linear_impl::choose_path(linear_impl::active_kernels(), M, gate.cols, path_dtype(parts));
+  const linear_impl::Path path = fused_path(M, parts);
   const linear_impl::Kernels& k =
       linear_impl::kernels_for_path(linear_impl::active_kernels(), path);
   const bool gemv = !linear_impl::is_gemm(path);
-  x = linear_impl::rows_for_path(x, M, ldx, gate.cols, path_dtype(parts), path);
+  x = linear_impl::rows_for_path(x, M, ldx, gate.cols, path_dtype(parts), path, pool);
   const int64_t B = unit_rows(gemv, k);
   // A task owns a block of columns [c0, c1) of F: it computes gate and up rows c0..c1
   // (gu[:, c0:c1] and gu[:, F + c0 : F + c1]), then act[:, c0:c1] = silu(gate) * up.

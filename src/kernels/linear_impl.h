@@ -88,6 +88,11 @@ int64_t skinny_max_rows_for(bool avx512);
 // -> 28.4; Q8_0 loses without it: down 12.8 -> 10.1). Other AMD cores (Zen 3, Zen 5) keep
 // it: not measured without. CPINFER_GEMV_PREFETCH=0 or 1 overrides it (for A/B runs).
 bool gemv_prefetch_for(DType dt);
+// The same for the int8-dot GEMV over Q8_0 weights (gemv_int8_dot), which widens nothing and
+// streams like the bf16 GEMV: no prefetch on AMD Zen 4 (bench/linear_bench, M = 1, one
+// thread, mean GB/s: gate/up 17.1 -> 21.1, down 15.6 -> 19.2, LM head 17.9 -> 19.5), yes
+// elsewhere (not measured without). CPINFER_GEMV_PREFETCH overrides it as well.
+bool gemv_int8_dot_prefetch();
 // Whether the skinny tiles prefetch the next group's W rows into L2 only (prefetcht1)
 // instead of L1 (prefetcht0). Yes on AMD Zen 4 (bench/linear_bench, bf16 dot tiles, one
 // thread, GFLOP/s: M = 8 gate/up 86-90 -> 136, LM head 88-90 -> 138; M = 16 142-146 ->
@@ -100,13 +105,17 @@ bool skinny_prefetch_to_l2();
 // Gemv on an ISA without a skinny kernel; GemmBf16Dot and SkinnyBf16Dot (the kernels of
 // linear_bf16dot_avx512.cpp) fall back to Gemm and Skinny unless the weights are BF16, the
 // active ISA is AVX-512 and the CPU has AVX512_BF16 (bf16_dot_gemm_available).
-enum class Path { Auto, Gemv, Gemm, Skinny, GemmBf16Dot, SkinnyBf16Dot };
+// GemvInt8Dot (linear_int8dot_avx512.cpp) falls back to Gemv unless the weights are Q8_0,
+// the active ISA is AVX-512 and the CPU has AVX512_VNNI (int8_dot_gemv_available).
+enum class Path { Auto, Gemv, Gemm, Skinny, GemmBf16Dot, SkinnyBf16Dot, GemvInt8Dot };
 void force_path(Path p);
 // The path linear() takes with kernels `k` for M rows of x with K columns and weights of
 // `dt` (honours force_path; never Auto; Skinny becomes Gemv for Q8_0 weights).
 Path choose_path(const Kernels& k, int64_t M, int64_t K, DType dt);
 // Whether GemmBf16Dot and SkinnyBf16Dot can run on weights of `dt` with the active ISA.
 bool bf16_dot_gemm_available(DType dt);
+// Whether GemvInt8Dot can run on weights of `dt` with the active ISA.
+bool int8_dot_gemv_available(DType dt);
 // Whether path p is a packed GEMM (Gemm or GemmBf16Dot).
 constexpr bool is_gemm(Path p) { return p == Path::Gemm || p == Path::GemmBf16Dot; }
 // The kernel table that runs path p (a choose_path result) of table k: the bf16-dot table
@@ -119,10 +128,15 @@ const Kernels& kernels_for_path(const Kernels& k, Path p);
 // rounded to bf16 too, copied into this thread's scratch (slot 3; ldx becomes K). Forced
 // paths (tests) and every other case: x itself. SkinnyBf16Dot, forced or not: x packed by
 // pack_rows_bf16 into the same scratch (ldx becomes bf16_row_stride(K) / 2 floats).
+// Likewise under int8 dot math for Q8_0 weights (linear_uses_int8_dot): GemvInt8Dot, forced
+// or not, gets x quantized by q8_act_rows (ldx becomes q8_act_row_floats(K)), the other
+// paths of an Auto choice get the same values as f32 (q8_act_fake_rows; ldx becomes K).
+// Rows are quantized on the threads of `pool` (prefill-sized M).
 const float* rows_for_path(const float* x, int64_t M, int64_t& ldx, int64_t K, DType dt,
-                           Path path);
-// The row-range kernel (same signature as gemv) of a Gemv, Skinny or SkinnyBf16Dot path
-// of table k (for SkinnyBf16Dot: the table kernels_for_path returns).
+                           Path path, ThreadPool& pool);
+// The row-range kernel (same signature as gemv) of a Gemv, Skinny, SkinnyBf16Dot or
+// GemvInt8Dot path of table k (for SkinnyBf16Dot: the table kernels_for_path returns;
+// GemvInt8Dot: gemv_int8_dot, whatever k).
 GemvFn rows_kernel(const Kernels& k, Path p);
 // linear()'s argument checks (dtype, shapes, strides, null pointers); throws Error.
 void check_args(const float* x, int64_t M, int64_t ldx, const WeightView& w, const float* y,
@@ -137,6 +151,10 @@ const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
 // avx512_kernels() with the bf16-dot GEMM; only where bf16_dot_supported().
 const Kernels& avx512_bf16_dot_kernels();
+// The GEMV over Q8_0 weights on int8 dot products, x packed by q8_act_rows (row stride
+// ldx floats); otherwise gemv's contract. Only where int8_dot_gemv_available(Q8_0).
+void gemv_int8_dot(const float* x, int64_t M, int64_t ldx, const WeightView& w,
+                   const float* bias, float* y, int64_t ldy, int64_t n0, int64_t n1);
 
 // A 64-byte aligned buffer of at least `floats` floats, owned by the calling thread and
 // reused across calls (grown, never shrunk). `slot` picks one of four independent buffers

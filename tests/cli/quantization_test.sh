@@ -2,8 +2,16 @@
 # --quantization int8 under parallel layouts: tensor-parallel shards quantize the same
 # 32-column blocks as one rank holding the whole tensor, so every layout answers as the
 # single-rank int8 run (identical greedy tokens, logits within 1e-3, as the context-parallel
-# equivalence tests); the int8 logits differ from the unquantized run's; bad values are
-# refused before any rank starts; bench latency reports the quantization and Q8_0's bytes.
+# equivalence tests) with --int8-math exact (f32 activations). With --int8-math dot the
+# activations are quantized to int8 too, and a last-bit difference upstream (another
+# layout's summation order) can flip one activation's rounding by a whole step (1/127 of its
+# block's largest value), so layouts are held to the quantization's own error instead:
+# logits within D = max |logits(one rank, dot) - logits(one rank, exact)| over the rows
+# before their greedy tokens part, tokens identical or parting only on a near tie (the two
+# tokens' logits within 2 D; compare_runs.js near-tie), as cp_chunked_equivalence_test does
+# for bf16 dot products; and dot must differ from exact (the activations were quantized).
+# The int8 logits differ from the unquantized run's; bad values are refused before any rank
+# starts; bench latency reports the quantization, the int8 math used and Q8_0's bytes.
 set -euo pipefail
 CPINFER=${1:?usage: quantization_test.sh path/to/cpinfer}
 # An f32 model (quantized from f32 values; the byte ratio below counts 4-byte weights).
@@ -11,6 +19,7 @@ CP_TEST_DTYPE=f32
 source "$(dirname "$0")/lib/cp_runs.sh"
 STEPS=16
 LENS="7 300"
+declare -A dot_bound
 
 cp_runs "$TMP/int8" "$LENS" --quantization int8
 cp_runs "$TMP/none" "$LENS"
@@ -23,6 +32,37 @@ for layout in 2,2,1,8 4,1,2,1; do
   for n in $LENS; do
     node "$SRC/tests/tools/compare_runs.js" "$TMP/int8-$n.json" "$TMP/int8-$n.bin" \
       "$out-$n.json" "$out-$n.bin" 1e-3 "int8, tp $tp pcp $pcp dcp $dcp interleave $il, prompt $n" ||
+      failures=$((failures + 1))
+  done
+done
+
+# --int8-math dot: one rank against exact gives the bound D, then the layouts against one
+# rank's dot run within D. Forced dot quantizes on every CPU (without AVX512_VNNI the f32
+# kernels run on the quantized values), so nothing is skipped.
+cp_runs "$TMP/dot" "$LENS" --quantization int8 --int8-math dot
+for n in $LENS; do
+  D=$(node -e 'const fs=require("fs"); const r=f=>{const b=fs.readFileSync(f); return new Float32Array(b.buffer,b.byteOffset,b.length/4)};
+    const last=f=>JSON.parse(fs.readFileSync(f,"utf8").trim().split("\n").pop());
+    const [d,e]=process.argv.slice(1); const a=r(d+".bin"), b=r(e+".bin");
+    const ta=last(d+".json").token_ids, tb=last(e+".json").token_ids;
+    let k=0; while (k<ta.length-1 && ta[k]===tb[k]) k++;
+    const V=a.length/ta.length; let m=0;
+    for (let i=0;i<(k+1)*V;i++){const x=Math.abs(a[i]-b[i]); if(!(x<=m)) m=x;} console.log(m)' \
+    "$TMP/dot-$n" "$TMP/int8-$n")
+  echo "int8 dot bound for prompt $n: one rank's dot and exact logits differ by up to $D"
+  node -e 'process.exit(+process.argv[1] > 1e-4 ? 0 : 1)' "$D" ||
+    { echo "FAIL: --int8-math dot gives the exact logits (within 1e-4): the activations were not quantized"; exit 1; }
+  dot_bound[$n]=$D
+done
+for layout in 2,2,1,8 4,1,2,1; do
+  IFS=, read -r tp pcp dcp il <<<"$layout"
+  out="$TMP/dot-$tp-$pcp-$dcp-$il"
+  cp_runs "$out" "$LENS" --quantization int8 --int8-math dot -tp "$tp" -pcp "$pcp" \
+    -dcp "$dcp" --cp-kv-cache-interleave-size "$il"
+  for n in $LENS; do
+    node "$SRC/tests/tools/compare_runs.js" "$TMP/dot-$n.json" "$TMP/dot-$n.bin" \
+      "$out-$n.json" "$out-$n.bin" "${dot_bound[$n]}" \
+      "int8 dot, tp $tp pcp $pcp dcp $dcp interleave $il, prompt $n" near-tie ||
       failures=$((failures + 1))
   done
 done

@@ -68,6 +68,13 @@ class Bf16MathScope {
   ~Bf16MathScope() { set_bf16_math(Bf16Math::Auto); }
 };
 
+// Sets linear()'s int8 math for a scope, then back to Auto.
+class Int8MathScope {
+ public:
+  explicit Int8MathScope(Int8Math m) { set_int8_math(m); }
+  ~Int8MathScope() { set_int8_math(Int8Math::Auto); }
+};
+
 const char* path_name(linear_impl::Path p) {
   switch (p) {
     case linear_impl::Path::Gemv: return "gemv";
@@ -75,6 +82,7 @@ const char* path_name(linear_impl::Path p) {
     case linear_impl::Path::Skinny: return "skinny";
     case linear_impl::Path::GemmBf16Dot: return "gemm_bf16dot";
     case linear_impl::Path::SkinnyBf16Dot: return "skinny_bf16dot";
+    case linear_impl::Path::GemvInt8Dot: return "gemv_int8dot";
     default: return "auto";
   }
 }
@@ -394,6 +402,7 @@ TEST(Linear, AutoPathCrossoverFollowsTheCpu) {
     }
     IsaScope scope(isa);
     Bf16MathScope exact(Bf16Math::F32);  // the bf16-dot GEMM has its own test below
+    Int8MathScope exact_int8(Int8Math::F32);  // and so has the int8-dot GEMV
     const linear_impl::Kernels& k = linear_impl::active_kernels();
     const int64_t limit = k.skinny_max_rows;
     // bf16 weights: AVX2's pair tiles from 4 rows, AVX-512's tiles from 5; other dtypes
@@ -413,7 +422,7 @@ TEST(Linear, AutoPathCrossoverFollowsTheCpu) {
 // The software prefetch of W follows the CPU (read here from /proc/cpuinfo): on AMD family
 // 25 with AVX-512 (Zen 4) the GEMV does not prefetch F32 / BF16 / F16 weights and the skinny
 // tiles prefetch into L2; elsewhere the GEMV prefetches and the skinny tiles into L1; the
-// GEMV always prefetches Q8_0.
+// f32 GEMV always prefetches Q8_0, the int8-dot GEMV as bf16.
 TEST(Linear, WeightPrefetchFollowsTheCpu) {
   if (std::getenv("CPINFER_GEMV_PREFETCH") != nullptr) {
     std::printf("skipped: CPINFER_GEMV_PREFETCH is set and overrides the rule\n");
@@ -437,6 +446,7 @@ TEST(Linear, WeightPrefetchFollowsTheCpu) {
   for (DType dt : {DType::F32, DType::BF16, DType::F16})
     EXPECT_EQ(linear_impl::gemv_prefetch_for(dt), !zen4) << dtype_name(dt);
   EXPECT_TRUE(linear_impl::gemv_prefetch_for(DType::Q8_0));
+  EXPECT_EQ(linear_impl::gemv_int8_dot_prefetch(), !zen4);
   EXPECT_EQ(linear_impl::skinny_prefetch_to_l2(), zen4);
 }
 
@@ -631,6 +641,185 @@ TEST(LinearBf16Dot, PathChoiceFollowsTheSetting) {
     PathScope forced(Path::GemmBf16Dot);
     EXPECT_EQ(linear_impl::choose_path(k, 3, 896, DType::BF16), dot_or_gemm);
     EXPECT_EQ(linear_impl::choose_path(k, 3, 896, DType::F32), Path::Gemm);
+  }
+}
+
+// ---- int8 dot products over Q8_0 weights (Int8Math::Dot) ------------------------------
+//
+// Under int8 dot math the activations are quantized per 32-element block (kernels/
+// quantize.h), written here again from that definition: d = max|x| / 127 in f32, q = x *
+// (1 / d) rounded to nearest even; the values d * q. The int8-dot GEMV multiplies those q by
+// the stored int8 weights exactly (int32 sums) and scales each block's sum by dw * d, so
+// against a float64 reference on the quantized x and the dequantized weights the f32
+// tolerance above holds unchanged; a wrong block, scale or sign is off by O(|x w|).
+
+// x [M, K] (dense) as the int8 dot math sees it: each block's d * q, computed in double.
+std::vector<float> quantized_x(const std::vector<float>& x, int64_t M, int64_t K) {
+  std::vector<float> r(x.size());
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t b = 0; b < K / 32; ++b) {
+      const float* xb = x.data() + m * K + b * 32;
+      float amax = 0;
+      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xb[j]));
+      const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+      for (int j = 0; j < 32; ++j)
+        r[size_t(m * K + b * 32 + j)] = float(double(d) * std::nearbyint(xb[j] * id));
+    }
+  return r;
+}
+
+// Whether this CPU runs the int8-dot GEMV; prints why not.
+bool int8_dot_runs() {
+  if (!isa_supported(Isa::Avx512) || !int8_dot_supported()) {
+    std::printf("skipped: this CPU lacks AVX-512 with AVX512_VNNI, so the int8-dot GEMV "
+                "cannot run here (the f32 kernels on quantized activations are checked "
+                "below)\n");
+    return false;
+  }
+  return true;
+}
+
+// The GEMV forced: every M of the sweep, odd N, K of 1 to 28 blocks (odd block counts: the
+// last block alone), bias or not, 1 and 2 threads, dense and padded strides (padding blocks
+// of W have NaN scales, x padding is NaN).
+TEST(LinearInt8Dot, MatchesFloat64ReferenceOnQuantizedX) {
+  if (!int8_dot_runs()) GTEST_SKIP() << "no AVX512_VNNI";
+  IsaScope isa(Isa::Avx512);
+  PathScope path(linear_impl::Path::GemvInt8Dot);
+  std::mt19937 rng(19);
+  for (int64_t M : kMs)
+    for (int64_t N : kNs)
+      for (int64_t K : kQ8Ks)
+        for (bool with_bias : {false, true}) {
+          const std::vector<float> wvals = random_values(rng, size_t(N * K), DType::F32);
+          const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
+          const std::vector<float> bias = random_values(rng, size_t(N), DType::F32);
+          const float* b = with_bias ? bias.data() : nullptr;
+          const TestWeights w_dense = make_weights(DType::Q8_0, N, K, K, wvals);
+          const TestWeights w_padded = make_weights(DType::Q8_0, N, K, K + 32, wvals);
+          const std::vector<float> x_padded = strided(x, M, K, K + 3);
+          const Reference ref = reference(quantized_x(x, M, K), w_dense, b, M);
+          for (int threads : {1, 2})
+            for (bool padded : {false, true}) {
+              const int64_t ldx = padded ? K + 3 : K, ldy = padded ? N + 7 : N;
+              std::vector<float> y(size_t(M * ldy), kYSentinel);
+              linear(padded ? x_padded.data() : x.data(), M, ldx,
+                     padded ? w_padded.view() : w_dense.view(), b, y.data(), ldy,
+                     pool_of(threads));
+              const std::string what = "gemv_int8dot M=" + std::to_string(M) + " N=" +
+                                       std::to_string(N) + " K=" + std::to_string(K) +
+                                       (with_bias ? " bias" : "") + " threads=" +
+                                       std::to_string(threads) + (padded ? " padded" : " dense");
+              ASSERT_EQ(compare(y, M, N, ldy, K, ref, what), 0);
+            }
+        }
+}
+
+// K = 4864 (qwen2.5's down projection, 152 blocks: no K chunks in this kernel) at M past
+// one group of 4 x rows; and weights of -128 (a GGUF file may hold them; quantize_row_q8_0
+// never writes one), whose magnitude 128 only fits vpdpbusd's unsigned operand.
+TEST(LinearInt8Dot, LargeKAndMinus128Weights) {
+  if (!int8_dot_runs()) GTEST_SKIP() << "no AVX512_VNNI";
+  IsaScope isa(Isa::Avx512);
+  PathScope path(linear_impl::Path::GemvInt8Dot);
+  std::mt19937 rng(23);
+  {
+    const int64_t N = 40, K = 4864;
+    const TestWeights w = make_weights(DType::Q8_0, N, K, K,
+                                       random_values(rng, size_t(N * K), DType::F32));
+    for (int64_t M : {int64_t(1), int64_t(6), int64_t(64)}) {
+      const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
+      std::vector<float> y(size_t(M * N), kYSentinel);
+      linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(2));
+      EXPECT_EQ(compare(y, M, N, N, K, reference(quantized_x(x, M, K), w, nullptr, M),
+                        "K=4864 M=" + std::to_string(M)), 0);
+    }
+  }
+  const int64_t N = 5, K = 96, M = 3;
+  TestWeights w = make_weights(DType::Q8_0, N, K, K, random_values(rng, size_t(N * K), DType::F32));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c : {int64_t(0), int64_t(33), int64_t(95), int64_t(17 + n)}) {
+      const int64_t block = n * (K / 32) + c / 32;
+      w.blocks[size_t(block * kQ8BlockBytes + 2 + c % 32)] = uint8_t(int8_t(-128));
+      uint16_t d_bits;
+      std::memcpy(&d_bits, w.blocks.data() + block * kQ8BlockBytes, 2);
+      w.exact[size_t(n * K + c)] = -128.0 * double(float(f16::from_bits(d_bits)));
+    }
+  const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
+  std::vector<float> y(size_t(M * N), kYSentinel);
+  linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(1));
+  EXPECT_EQ(compare(y, M, N, N, K, reference(quantized_x(x, M, K), w, nullptr, M), "-128"), 0);
+}
+
+// Under Dot every Auto path over Q8_0 weights, on every ISA, sees the quantized x (the
+// int8-dot GEMV where it runs, the f32 GEMV and GEMM on d * q elsewhere), so a row's result
+// does not depend on how many rows share its call: each M matches the float64 reference on
+// the quantized x within the f32 tolerance. A NaN in x makes its row NaN on every path.
+TEST(LinearInt8Dot, EveryAutoPathSeesQuantizedX) {
+  Int8MathScope dot(Int8Math::Dot);
+  const int64_t N = 40, K = 352;
+  std::mt19937 rng(29);
+  const TestWeights w = make_weights(DType::Q8_0, N, K, K,
+                                     random_values(rng, size_t(N * K), DType::F32));
+  for (Isa isa : supported_isas()) {
+    IsaScope scope(isa);
+    for (int64_t M : {int64_t(1), int64_t(4), int64_t(5), int64_t(30), int64_t(64), int64_t(65),
+                      int64_t(200)}) {
+      const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
+      const Reference ref = reference(quantized_x(x, M, K), w, nullptr, M);
+      const char* path = path_name(linear_impl::choose_path(linear_impl::active_kernels(), M, K,
+                                                            DType::Q8_0));
+      for (int threads : {1, 2}) {
+        std::vector<float> y(size_t(M * N), kYSentinel);
+        linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(threads));
+        EXPECT_EQ(compare(y, M, N, N, K, ref, std::string(isa_name(isa)) + " auto M=" +
+                                                  std::to_string(M) + " path " + path),
+                  0);
+      }
+      std::vector<float> xn = x;
+      xn[size_t((M - 1) * K + 100)] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<float> y(size_t(M * N), kYSentinel);
+      linear(xn.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(2));
+      for (int64_t n = 0; n < N; ++n)
+        EXPECT_TRUE(std::isnan(y[size_t((M - 1) * N + n)])) << isa_name(isa) << " " << path << " M=" << M;
+    }
+  }
+}
+
+// Auto takes the int8-dot GEMV for decode-sized M (the f32 math's GEMV range, M <= 64) over
+// Q8_0 weights exactly where the CPU has AVX512_VNNI (read here from /proc/cpuinfo) with the
+// AVX-512 kernels active; Dot takes it wherever it can run, F32 never; other dtypes and
+// prefill-sized M never.
+TEST(LinearInt8Dot, PathChoiceFollowsTheSetting) {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  bool vnni = false;
+  while (std::getline(f, line))
+    if (line.rfind("flags", 0) == 0) {
+      vnni = (line + " ").find(" avx512_vnni ") != std::string::npos;
+      break;
+    }
+  EXPECT_EQ(int8_dot_supported(), vnni && isa_supported(Isa::Avx512));
+  EXPECT_EQ(int8_dot_chosen(), int8_dot_supported());  // Auto
+  using linear_impl::Path;
+  for (Isa isa : supported_isas()) {
+    IsaScope scope(isa);
+    const linear_impl::Kernels& k = linear_impl::active_kernels();
+    const bool here = int8_dot_supported() && isa == Isa::Avx512;
+    for (Int8Math m : {Int8Math::Auto, Int8Math::Dot, Int8Math::F32}) {
+      Int8MathScope math(m);
+      const bool dot = m == Int8Math::Dot || (m == Int8Math::Auto && int8_dot_supported());
+      EXPECT_EQ(linear_uses_int8_dot(DType::Q8_0), dot);
+      EXPECT_FALSE(linear_uses_int8_dot(DType::BF16));
+      for (int64_t M : {int64_t(1), int64_t(4), int64_t(64)})
+        EXPECT_EQ(linear_impl::choose_path(k, M, 896, DType::Q8_0),
+                  dot && here ? Path::GemvInt8Dot : Path::Gemv) << isa_name(isa) << " M " << M;
+      EXPECT_EQ(linear_impl::choose_path(k, 65, 896, DType::Q8_0), Path::Gemm);
+      EXPECT_NE(linear_impl::choose_path(k, 1, 896, DType::BF16), Path::GemvInt8Dot);
+    }
+    PathScope forced(Path::GemvInt8Dot);
+    EXPECT_EQ(linear_impl::choose_path(k, 100, 896, DType::Q8_0), here ? Path::GemvInt8Dot : Path::Gemv);
+    EXPECT_EQ(linear_impl::choose_path(k, 1, 896, DType::BF16), Path::Gemv);
   }
 }
 

@@ -1,10 +1,14 @@
 // --quantization int8 end to end on one rank (the real shapes' K = 896 / 4864 blocks are
-// covered by linear_test; tensor-parallel shards by tests/cli/quantization_test.sh): the engine with Q8_0 weights against the
-// float64 reference run on a copy of the model whose weights are those Q8_0 weights
-// dequantized (written here as f32). The linear kernels compute with exactly d * q, so the
-// same 1e-4 bound as the f32 reference tests holds; a kernel reading the wrong block or
-// scale is off by far more. The int8 logits must also differ from the unquantized ones
-// (or the test would not show that quantization happened).
+// covered by linear_test; tensor-parallel shards by tests/cli/quantization_test.sh): the
+// engine with Q8_0 weights and --int8-math exact (f32 activations) against the float64
+// reference run on a copy of the model whose weights are those Q8_0 weights dequantized
+// (written here as f32). The linear kernels compute with exactly d * q, so the same 1e-4
+// bound as the f32 reference tests holds; a kernel reading the wrong block or scale is off
+// by far more. The int8 logits must also differ from the unquantized ones (or the test would
+// not show that quantization happened). With --int8-math dot (activations quantized too;
+// linear_test checks those kernels against a float64 reference on the quantized
+// activations) the logits must differ from the exact run's by more than 1e-4 (the
+// activations were quantized); the test prints how far both are from the reference.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +16,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "engine/model_runner.h"
 #include "kernels/quantize.h"
@@ -65,7 +70,12 @@ std::string dequantized_copy(const std::string& src) {
 
 // Prefill of n tokens (logits of rows 0, n/2, n-1), then 4 decode steps of given tokens.
 std::vector<float> run(const std::string& dir, WeightQuantization q,
-                       const std::vector<int32_t>& tokens, int64_t n) {
+                       const std::vector<int32_t>& tokens, int64_t n,
+                       Int8Math math = Int8Math::F32) {
+  set_int8_math(math);
+  struct Restore {
+    ~Restore() { set_int8_math(Int8Math::Auto); }
+  } restore;
   RunnerOptions ro;
   ro.max_cache_tokens = 1024;
   ro.quantization = q;
@@ -121,6 +131,18 @@ TEST_P(QuantizedForward, MatchesReferenceOfDequantizedWeights) {
               GetParam().preset.c_str(), err, shift, (long long)(want.size()));
   EXPECT_LE(err, kTol);
   EXPECT_GT(shift, 1e-3) << "the int8 run gives the unquantized logits: nothing was quantized";
+
+  const std::vector<float> dot = run(dir, WeightQuantization::Int8, tokens, n, Int8Math::Dot);
+  ASSERT_EQ(dot.size(), want.size());
+  double dot_err = 0, dot_shift = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    testing::keep_max(dot_err, std::fabs(double(dot[i]) - want[i]));
+    testing::keep_max(dot_shift, std::fabs(double(dot[i]) - double(int8[i])));
+  }
+  std::printf("%s: int8 dot (quantized activations) vs the same reference: max |diff| %.3g; "
+              "vs int8 exact: %.3g\n", GetParam().preset.c_str(), dot_err, dot_shift);
+  EXPECT_GT(dot_shift, 1e-4) << "--int8-math dot gives the exact logits: the activations "
+                                "were not quantized";
   fs::remove_all(deq);
 }
 

@@ -24,15 +24,17 @@ STEPS=${CP_TEST_STEPS:-64}
 # over prompts of each LEN (distinct lengths; deterministic pseudo-random regular ids, below
 # CP_TEST_VOCAB - 256: under the cut's special tokens), one after
 # another (--prompt-ids-file), STEPS greedy tokens each; OUT_PREFIX-LEN.json (that prompt's
-# --json line) and OUT_PREFIX-LEN.bin (its --logits-out). An f32 KV cache and
-# --bf16-math exact unless args name them (with bf16 dot products, activations rounded to
-# bf16 can round the other way after a last-bit difference upstream, so layouts agree
-# only within that rounding: cp_chunked_equivalence_test checks that bound apart).
+# --json line) and OUT_PREFIX-LEN.bin (its --logits-out). An f32 KV cache, --bf16-math
+# exact and --int8-math exact unless args name them (with bf16 dot products, activations
+# rounded to bf16 can round the other way after a last-bit difference upstream, so layouts
+# agree only within that rounding: cp_chunked_equivalence_test checks that bound apart;
+# likewise activations quantized to int8: quantization_test).
 # generate_test checks that a prompt answers bit for bit as in a process of its own.
 cp_runs() {
   local out=$1 len i=0 n; local -a lens; read -r -a lens <<<"$2"; shift 2
   [[ " $* " == *" --kv-cache-dtype "* ]] || set -- --kv-cache-dtype f32 "$@"
   [[ " $* " == *" --bf16-math "* ]] || set -- --bf16-math exact "$@"
+  [[ " $* " == *" --int8-math "* ]] || set -- --int8-math exact "$@"
   : >"$out.ids"
   for len in "${lens[@]}"; do
     [[ -f "$TMP/ids-$len" ]] ||
