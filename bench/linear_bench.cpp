@@ -2,7 +2,8 @@
 // 64, GFLOP/s) and prefill (M = 512, GFLOP/s), bf16, f32 and Q8_0 weights, 1 and 2 threads,
 // each ISA this CPU supports; on AVX512_BF16 CPUs also the bf16-dot GEMM and skinny tiles
 // by name (".../path:gemm_bf16dot", ".../path:skinny_bf16dot"), on AVX512_VNNI CPUs the Q8_0
-// GEMV on f32 and on int8 dot products by name (".../path:gemv", ".../path:gemv_int8dot").
+// GEMV on f32 and the GEMV and GEMM on int8 dot products by name (".../path:gemv",
+// ".../path:gemv_int8dot", ".../path:gemm_int8dot").
 //
 // Decode streams weights from DRAM as in a real forward pass: the benchmark cycles through
 // enough copies of W (>= 256 MiB in all) that none is left in the 32 MiB L3 from its
@@ -215,11 +216,12 @@ void register_all() {
                 paths.push_back({linear_impl::Path::GemmBf16Dot, "/path:gemm_bf16dot"});
                 paths.push_back({linear_impl::Path::SkinnyBf16Dot, "/path:skinny_bf16dot"});
               }
-              // Q8_0 decode: the f32 GEMV and the int8-dot GEMV by name (AVX512_VNNI CPUs;
-              // Auto takes the latter where int8 dot math is chosen).
-              if (M <= 64 && dtype == DType::Q8_0 && isa == Isa::Avx512 && int8_dot_supported()) {
+              // Q8_0: the f32 GEMV and the int8-dot GEMV and GEMM by name (AVX512_VNNI CPUs;
+              // Auto takes the int8-dot ones where int8 dot math is chosen).
+              if (dtype == DType::Q8_0 && isa == Isa::Avx512 && int8_dot_supported()) {
                 if (M == 1) paths.push_back({linear_impl::Path::Gemv, "/path:gemv"});
-                paths.push_back({linear_impl::Path::GemvInt8Dot, "/path:gemv_int8dot"});
+                if (M <= 64) paths.push_back({linear_impl::Path::GemvInt8Dot, "/path:gemv_int8dot"});
+                if (M > 1) paths.push_back({linear_impl::Path::GemmInt8Dot, "/path:gemm_int8dot"});
               }
               for (auto [path, path_name] : paths) {
               std::string name = std::string(isa_name(isa)) + "/" +

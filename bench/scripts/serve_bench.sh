@@ -4,7 +4,8 @@
 # on one rank and under tp 2 x pcp 2, with all requests at once (rate inf) and with Poisson
 # arrivals. CPU time of other processes during each run is read from /proc/stat (all CPUs
 # minus this job's) and stored with the result: repeat runs where it is large.
-# One JSON line per run to $OUT (default bench/results/serve_bench.jsonl).
+# One JSON line per run to $OUT (default bench/results/serve_bench.jsonl). SERVE_ARGS adds
+# flags to `serve` (e.g. "--quantization int8 --int8-math dot"); the line records them.
 set -euo pipefail
 source "$(dirname "$0")/../../scripts/lib/wait_for_server.sh"
 cd "$(dirname "$0")/../.."
@@ -16,6 +17,7 @@ IN=${IN:-256}
 OUTLEN=${OUTLEN:-32}
 RATES=${RATES:-"inf 0.5"}
 LAYOUTS=${LAYOUTS:-"1 2,2"}
+SERVE_ARGS=${SERVE_ARGS:-}
 mkdir -p "$(dirname "$OUT")" models
 [[ -f "$MODEL/model.safetensors" ]] || "$CPINFER" make-model --preset qwen2.5-0.5b --out "$MODEL"
 
@@ -36,7 +38,7 @@ for layout in $LAYOUTS; do
   args=(); [[ -n "${pcp:-}" ]] && args=(-tp "$tp" -pcp "$pcp")
   log=$(mktemp)
   "$CPINFER" serve "$MODEL" --port 0 --served-model-name qwen --max-model-len 4096 \
-    --kv-cache-space 1 "${args[@]}" >"$log" 2>&1 &
+    --kv-cache-space 1 "${args[@]}" $SERVE_ARGS >"$log" 2>&1 &
   server=$!
   wait_for_server "$server" "$log" "$layout" 120
   url=$URL
@@ -46,7 +48,7 @@ for layout in $LAYOUTS; do
     line=$("$CPINFER" bench serve --url "$url" --num-prompts "$NUM" --input-len "$IN" \
       --output-len "$OUTLEN" --request-rate "$rate" --seed 1 --json)
     b1=$(busy_jiffies); s1=$(tree_jiffies "$server")
-    echo "{\"layout\":\"tp ${tp} pcp ${pcp:-1}\",\"busy_jiffies\":$((b1 - b0)),\"server_jiffies\":$((s1 - s0)),\"result\":$line}" | tee -a "$OUT"
+    echo "{\"layout\":\"tp ${tp} pcp ${pcp:-1}\",\"serve_args\":\"$SERVE_ARGS\",\"busy_jiffies\":$((b1 - b0)),\"server_jiffies\":$((s1 - s0)),\"result\":$line}" | tee -a "$OUT"
   done
   kill -TERM "$server"; wait "$server" 2>/dev/null || true
   rm -f "$log"

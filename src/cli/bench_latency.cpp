@@ -19,7 +19,8 @@
 //   kv_bytes_without_cp  the same rank's figure with W = 1 (same TP), for the ratio
 //   mfu           prefill: model FLOPs (linear layers, causal attention, LM head of the last
 //                 token; model_cost.h) / (ttft_s x the peak of the cores used on mfu_unit,
-//                 the unit the linear layers ran on: bf16_dot or fp32_fma);
+//                 the unit the linear layers ran on: bf16_dot, int8_vnni512 (Q8_0 weights
+//                 on int8 dot products; 2 operations per multiply-add) or fp32_fma);
 //                 cores used = min(ranks x threads per rank, CPUs), the per-core peak is
 //                 measured by this binary after the timed runs (as `bench peak`)
 //   phases        with --profile: per phase of the forward pass, rank 0's mean ms per
@@ -310,15 +311,15 @@ int run_latency(const LatencyArgs& a) {
   j["peak_read_gbps_max"] = *std::max_element(read_gbps.begin(), read_gbps.end());
   j["cores_used"] = cores;
   // The unit whose peak mfu divides by: the one the prefill's linear layers (most of its
-  // FLOPs) run on. bf16 dot products where the weights are bf16 and linear() takes its
-  // bf16-dot GEMM (kernels/linear.h: Auto on CPUs where that unit is the faster one); fp32
-  // FMA otherwise (every other kernel widens to f32). `bench peak` lists all units.
+  // FLOPs) run on (linear_prefill_unit: bf16 dot products, int8 dot products or fp32 FMA).
+  // `bench peak` lists all units.
   std::string unit = "fp32_fma";
   double unit_peak = peak.fma_gflops_1t;
-  if (!q8 && config.torch_dtype == "bfloat16" &&
-      linear_uses_bf16_dot(DType::BF16)) {
+  const std::string_view dot_unit = linear_prefill_unit(
+      q8 ? DType::Q8_0 : config.torch_dtype == "bfloat16" ? DType::BF16 : DType::F32);
+  if (dot_unit != "fp32_fma") {
     for (const UnitPeak& u : measure_unit_peaks(po.seconds, po.repeats))
-      if (u.name == "bf16_dot" && u.measured) {
+      if (u.name == dot_unit && u.measured) {
         unit = u.name;
         unit_peak = u.gops_1t;
       }

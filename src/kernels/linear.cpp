@@ -57,6 +57,9 @@ std::atomic<int> g_forced_path{int(linear_impl::Path::Auto)};
 // Under bf16 dot math, up to this many rows the dot skinny tiles, beyond them the dot GEMM
 // (choose_path).
 constexpr int64_t kBf16DotSkinnyMaxRows = 128;
+// Under int8 dot math over Q8_0 weights, up to this many rows the int8-dot GEMV, beyond it the
+// int8-dot GEMM (choose_path).
+constexpr int64_t kInt8DotGemvMaxRows = 4;
 
 }  // namespace
 
@@ -94,9 +97,15 @@ linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t 
   // 632 / 678 / 450 against 568 / 514 / 538 (the skinny tiles ahead on the layer's sum).
   if (automatic && p != Path::Gemv && linear_uses_bf16_dot(dt))
     p = p == Path::Skinny && M <= kBf16DotSkinnyMaxRows ? Path::SkinnyBf16Dot : Path::GemmBf16Dot;
-  // Q8_0 weights under int8 dot math: the VNNI GEMV where the f32 math takes the GEMV.
-  if (automatic && p == Path::Gemv && linear_uses_int8_dot(dt)) p = Path::GemvInt8Dot;
-  if (p == Path::GemvInt8Dot && !int8_dot_gemv_available(dt)) p = Path::Gemv;
+  // Q8_0 weights under int8 dot math, where the int8-dot kernels run: the GEMV up to 4 rows,
+  // the GEMM from 5. Measured on Zen 4 (bench/linear_bench, GFLOP/s, GEMV / GEMM, 1 thread):
+  // M = 4: gate/up 81 / 48, down 45 / 72, LM head 79 / 48; M = 8: 73 / 87, 61 / 125, 67 / 88;
+  // M = 64: 80 / 253, 86 / 274, 84 / 253 (2 threads alike). Elsewhere the f32 kernels'
+  // choice above, on the quantized x.
+  if (automatic && linear_uses_int8_dot(dt) && int8_dot_available(dt))
+    p = M <= kInt8DotGemvMaxRows ? Path::GemvInt8Dot : Path::GemmInt8Dot;
+  if (p == Path::GemvInt8Dot && !int8_dot_available(dt)) p = Path::Gemv;
+  if (p == Path::GemmInt8Dot && !int8_dot_available(dt)) p = Path::Gemm;
   if (p == Path::SkinnyBf16Dot && !bf16_dot_gemm_available(dt)) p = Path::Skinny;
   if (p == Path::Skinny && !skinny) p = Path::Gemv;
   if (p == Path::GemmBf16Dot && !bf16_dot_gemm_available(dt)) p = Path::Gemm;
@@ -107,7 +116,7 @@ bool linear_impl::bf16_dot_gemm_available(DType dt) {
   return dt == DType::BF16 && active_isa() == Isa::Avx512 && bf16_dot_supported();
 }
 
-bool linear_impl::int8_dot_gemv_available(DType dt) {
+bool linear_impl::int8_dot_available(DType dt) {
   return dt == DType::Q8_0 && active_isa() == Isa::Avx512 && int8_dot_supported();
 }
 
@@ -160,6 +169,7 @@ bool linear_impl::gemv_int8_dot_prefetch() {
 bool linear_impl::skinny_prefetch_to_l2() { return cpu_is_zen4(); }
 
 const linear_impl::Kernels& linear_impl::kernels_for_path(const Kernels& k, Path p) {
+  if (p == Path::GemmInt8Dot) return avx512_int8_dot_kernels();
   return p == Path::GemmBf16Dot || p == Path::SkinnyBf16Dot ? avx512_bf16_dot_kernels() : k;
 }
 
@@ -245,8 +255,8 @@ void quantize_rows_on(ThreadPool& pool, const float* x, int64_t M, int64_t ldx, 
 const float* linear_impl::rows_for_path(const float* x, int64_t M, int64_t& ldx, int64_t K,
                                         DType dt, Path path, ThreadPool& pool) {
   const bool automatic = Path(g_forced_path.load(std::memory_order_relaxed)) == Path::Auto;
-  if (path == Path::GemvInt8Dot || (automatic && linear_uses_int8_dot(dt))) {
-    const bool packed = path == Path::GemvInt8Dot;
+  if (reads_int8_rows(path) || (automatic && linear_uses_int8_dot(dt))) {
+    const bool packed = reads_int8_rows(path);
     const int64_t row = packed ? q8_act_row_floats(K) : K;
     float* r = thread_scratch(3, size_t(M * row));
     quantize_rows_on(pool, x, M, ldx, K, r, row, packed ? q8_act_rows : q8_act_fake_rows);
@@ -276,6 +286,12 @@ bool linear_uses_bf16_dot(DType dt) {
 }
 
 bool linear_uses_int8_dot(DType dt) { return dt == DType::Q8_0 && int8_dot_chosen(); }
+
+std::string_view linear_prefill_unit(DType dt) {
+  if (linear_uses_bf16_dot(dt)) return "bf16_dot";
+  if (linear_uses_int8_dot(dt) && linear_impl::int8_dot_available(dt)) return "int8_vnni512";
+  return "fp32_fma";
+}
 
 void linear_impl::check_args(const float* x, int64_t M, int64_t ldx, const WeightView& w,
                              const float* y, int64_t ldy) {

@@ -7,6 +7,7 @@
 // process-wide bf16 and int8 math below).
 #pragma once
 #include <cstdint>
+#include <string_view>
 
 #include "core/cpu_features.h"
 #include "core/dtype.h"
@@ -44,6 +45,11 @@ bool linear_uses_bf16_dot(DType dt);
 // computes with the quantized activations (the VNNI GEMV for decode where the CPU has it,
 // the others in f32 on the same values), whatever the number of rows.
 bool linear_uses_int8_dot(DType dt);
+// The arithmetic unit the prefill-sized GEMM over weights of `dt` runs on now, named as
+// `bench peak` names it: "bf16_dot" (bf16 weights, linear_uses_bf16_dot), "int8_vnni512"
+// (Q8_0 weights under int8 dot math where the int8-dot GEMM runs: AVX512_VNNI with the
+// AVX-512 kernels active) or "fp32_fma" (every other case: the kernels widen to f32).
+std::string_view linear_prefill_unit(DType dt);
 // Reads the linear kernels' environment overrides now (CPINFER_GEMV_PREFETCH=0|1: the
 // GEMV's software prefetch, for A/B runs; the default is a per-CPU rule), so that a bad value
 // is an error before any work starts rather than in a worker thread.

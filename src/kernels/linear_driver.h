@@ -94,8 +94,8 @@ inline void gemv_row(const float* x, int64_t ldx, const char* w, int64_t K, floa
 }
 
 // A Kern with `static constexpr bool kPackedRows = true` reads x rows in its own packed form
-// (row m at x + m * ldx floats, whole rows only): no K chunks then. That is the int8-dot
-// GEMV, whose software prefetch follows its own rule (gemv_int8_dot_prefetch).
+// (row m at x + m * ldx floats, whole rows only): no K chunks then. Those are the int8-dot
+// kernels; the GEMV's software prefetch follows its own rule (gemv_int8_dot_prefetch).
 template <typename Kern>
 constexpr bool packed_rows() {
   if constexpr (requires { Kern::kPackedRows; }) return Kern::kPackedRows;
@@ -261,6 +261,11 @@ void skinny_task(const float* x, int64_t M, int64_t ldx, const WeightView& w, co
 //   optionally pack_x(x, ldx, mr, kc, xp): what pack_x_tile does, faster;
 //   micro(mr, kc, xp, wp, y, ldy, nv, bias, accumulate): y[i, j] (i < mr, j < nv) =
 //     init + sum_k xp[k * mr + i] * wp[k * kNr + j], init = y if accumulate, else bias or 0.
+// A Kern with its own formats (the int8-dot GEMM) provides instead of pack_w for Q8_0
+// weights pack_w_q8_0(w, row0, rows, k0, kc, dst) (at most kNr * kc floats), and with
+// kPackedRows (x rows in its packed form, see gemv_task_t) pack_x_rows(x_row0, ldx, K, mr,
+// k0, kc, xp): the tile of rows x_row0 .. + mr over columns [k0, k0 + kc), at most
+// kMr * kc floats; micro then reads those formats.
 // Q8_0 W panels: rows [row0, row0 + rows) x columns [k0, k0 + kc) (k0, kc whole blocks)
 // dequantized into f32 scratch, then packed by the ISA's f32 packer as any f32 weight.
 template <typename Kern>
@@ -303,7 +308,9 @@ void gemm_task(const float* x, int64_t ldx, const WeightView& w, const float* bi
       for (int64_t s = s0; s < s1; ++s) {
         const int64_t row0 = n0 + s * NR;
         const int rows = int(std::min(NR, n1 - row0));
-        if (w.dtype == DType::Q8_0)
+        if constexpr (requires { Kern::pack_w_q8_0(w, row0, rows, k0, kc, wpack); })
+          Kern::pack_w_q8_0(w, row0, rows, k0, kc, wpack + (s - s0) * NR * kc);
+        else if (w.dtype == DType::Q8_0)
           pack_w_q8_0<Kern>(w, row0, rows, k0, kc, wpack + (s - s0) * NR * kc);
         else
           Kern::pack_w(w, row0, rows, k0, kc, wpack + (s - s0) * NR * kc);
@@ -311,7 +318,9 @@ void gemm_task(const float* x, int64_t ldx, const WeightView& w, const float* bi
       for (int64_t t = 0; t < m_tiles; ++t) {
         const int64_t ma = m0 + split_point(m1 - m0, m_tiles, t);
         const int mr = int(m0 + split_point(m1 - m0, m_tiles, t + 1) - ma);
-        if constexpr (requires { Kern::pack_x(x, ldx, mr, kc, xpack); })
+        if constexpr (packed_rows<Kern>())
+          Kern::pack_x_rows(x + ma * ldx, ldx, K, mr, k0, kc, xpack);
+        else if constexpr (requires { Kern::pack_x(x, ldx, mr, kc, xpack); })
           Kern::pack_x(x + ma * ldx + k0, ldx, mr, kc, xpack);  // the ISA's own transpose
         else
           pack_x_tile<Kern>(x + ma * ldx + k0, ldx, mr, kc, xpack);

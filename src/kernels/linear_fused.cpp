@@ -69,15 +69,16 @@ DType path_dtype(std::span<const LinearPart> parts) {
   return parts[0].w.dtype;
 }
 
-// choose_path for the parts' path_dtype; the int8-dot GEMV reads only Q8_0 weights, so
-// parts of mixed dtypes take the f32 GEMV instead (on the same quantized x).
+// choose_path for the parts' path_dtype; the int8-dot GEMV and GEMM read only Q8_0
+// weights, so parts of mixed dtypes take the f32 GEMV or GEMM instead (on the same
+// quantized x).
 linear_impl::Path fused_path(int64_t M, std::span<const LinearPart> parts) {
   using linear_impl::Path;
   const Path p = linear_impl::choose_path(linear_impl::active_kernels(), M, parts[0].w.cols,
                                           path_dtype(parts));
-  if (p != Path::GemvInt8Dot) return p;
+  if (!linear_impl::reads_int8_rows(p)) return p;
   for (const LinearPart& part : parts)
-    if (part.w.dtype != DType::Q8_0) return Path::Gemv;
+    if (part.w.dtype != DType::Q8_0) return p == Path::GemvInt8Dot ? Path::Gemv : Path::Gemm;
   return p;
 }
 

@@ -105,21 +105,26 @@ bool skinny_prefetch_to_l2();
 // Gemv on an ISA without a skinny kernel; GemmBf16Dot and SkinnyBf16Dot (the kernels of
 // linear_bf16dot_avx512.cpp) fall back to Gemm and Skinny unless the weights are BF16, the
 // active ISA is AVX-512 and the CPU has AVX512_BF16 (bf16_dot_gemm_available).
-// GemvInt8Dot (linear_int8dot_avx512.cpp) falls back to Gemv unless the weights are Q8_0,
-// the active ISA is AVX-512 and the CPU has AVX512_VNNI (int8_dot_gemv_available).
-enum class Path { Auto, Gemv, Gemm, Skinny, GemmBf16Dot, SkinnyBf16Dot, GemvInt8Dot };
+// GemvInt8Dot and GemmInt8Dot (linear_int8dot_avx512.cpp) fall back to Gemv and Gemm unless
+// the weights are Q8_0, the active ISA is AVX-512 and the CPU has AVX512_VNNI
+// (int8_dot_available).
+enum class Path { Auto, Gemv, Gemm, Skinny, GemmBf16Dot, SkinnyBf16Dot, GemvInt8Dot, GemmInt8Dot };
 void force_path(Path p);
 // The path linear() takes with kernels `k` for M rows of x with K columns and weights of
 // `dt` (honours force_path; never Auto; Skinny becomes Gemv for Q8_0 weights).
 Path choose_path(const Kernels& k, int64_t M, int64_t K, DType dt);
 // Whether GemmBf16Dot and SkinnyBf16Dot can run on weights of `dt` with the active ISA.
 bool bf16_dot_gemm_available(DType dt);
-// Whether GemvInt8Dot can run on weights of `dt` with the active ISA.
-bool int8_dot_gemv_available(DType dt);
-// Whether path p is a packed GEMM (Gemm or GemmBf16Dot).
-constexpr bool is_gemm(Path p) { return p == Path::Gemm || p == Path::GemmBf16Dot; }
+// Whether GemvInt8Dot and GemmInt8Dot can run on weights of `dt` with the active ISA.
+bool int8_dot_available(DType dt);
+// Whether path p is a packed GEMM (Gemm, GemmBf16Dot or GemmInt8Dot).
+constexpr bool is_gemm(Path p) {
+  return p == Path::Gemm || p == Path::GemmBf16Dot || p == Path::GemmInt8Dot;
+}
+// Whether path p reads x as rows quantized by q8_act_rows (GemvInt8Dot, GemmInt8Dot).
+constexpr bool reads_int8_rows(Path p) { return p == Path::GemvInt8Dot || p == Path::GemmInt8Dot; }
 // The kernel table that runs path p (a choose_path result) of table k: the bf16-dot table
-// for GemmBf16Dot and SkinnyBf16Dot, k otherwise.
+// for GemmBf16Dot and SkinnyBf16Dot, the int8-dot table for GemmInt8Dot, k otherwise.
 const Kernels& kernels_for_path(const Kernels& k, Path p);
 // x as the kernel of `path` must see it. Under bf16 dot math for weights of `dt`
 // (linear_uses_bf16_dot) the dot GEMM multiplies x rounded to bf16; so that a row's result
@@ -128,9 +133,10 @@ const Kernels& kernels_for_path(const Kernels& k, Path p);
 // rounded to bf16 too, copied into this thread's scratch (slot 3; ldx becomes K). Forced
 // paths (tests) and every other case: x itself. SkinnyBf16Dot, forced or not: x packed by
 // pack_rows_bf16 into the same scratch (ldx becomes bf16_row_stride(K) / 2 floats).
-// Likewise under int8 dot math for Q8_0 weights (linear_uses_int8_dot): GemvInt8Dot, forced
-// or not, gets x quantized by q8_act_rows (ldx becomes q8_act_row_floats(K)), the other
-// paths of an Auto choice get the same values as f32 (q8_act_fake_rows; ldx becomes K).
+// Likewise under int8 dot math for Q8_0 weights (linear_uses_int8_dot): GemvInt8Dot and
+// GemmInt8Dot, forced or not, get x quantized by q8_act_rows (ldx becomes
+// q8_act_row_floats(K)), the other paths of an Auto choice get the same values as f32
+// (q8_act_fake_rows; ldx becomes K).
 // Rows are quantized on the threads of `pool` (prefill-sized M).
 const float* rows_for_path(const float* x, int64_t M, int64_t& ldx, int64_t K, DType dt,
                            Path path, ThreadPool& pool);
@@ -151,8 +157,11 @@ const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
 // avx512_kernels() with the bf16-dot GEMM; only where bf16_dot_supported().
 const Kernels& avx512_bf16_dot_kernels();
+// avx512_kernels() with the int8-dot GEMM (x packed by q8_act_rows, Q8_0 weights only);
+// only where int8_dot_supported().
+const Kernels& avx512_int8_dot_kernels();
 // The GEMV over Q8_0 weights on int8 dot products, x packed by q8_act_rows (row stride
-// ldx floats); otherwise gemv's contract. Only where int8_dot_gemv_available(Q8_0).
+// ldx floats); otherwise gemv's contract. Only where int8_dot_available(Q8_0).
 void gemv_int8_dot(const float* x, int64_t M, int64_t ldx, const WeightView& w,
                    const float* bias, float* y, int64_t ldy, int64_t n0, int64_t n1);
 

@@ -12,6 +12,19 @@
 // blocks alternate between two accumulators per x row to hide the FMA latency.
 // Example, K 64, one x row: block 0 -> acc0 += f32(dpbusd(|w0|, q0 * sgn w0)) * dw0 dx0,
 // block 1 -> acc1 likewise; y = bias + hsum(acc0 + acc1).
+//
+// The GEMM (prefill-sized M) on the same products, with gemm_task's loop nest
+// (linear_driver.h) and its own panel and tile formats:
+//   * W panel: a strip of 16 W rows, per 32-element block 576 bytes: 8 vectors whose lane j
+//     holds the 4 weights W[row0 + j, 4 g .. 4 g + 3] of word g (g = 0..7) as unsigned bytes
+//     w + 128 (w XOR 0x80), then the 16 rows' scales dw as f32.
+//   * x tile: per block and row 10 words: the row's 32 q as 8 words, -128 * sum(q), and its
+//     scale dx (f32 bits); records in block-major order, (b * mr + i) * 10.
+//   * Microkernel: 12 x 16 outputs; per block and row an int32 vector starts at
+//     -128 sum(q) and takes 8 vpdpbusd of a W vector by the row's word g broadcast:
+//     sum_j (w_j + 128) q_j - 128 sum_j q_j = sum_j w_j q_j, exact; then one conversion and
+//     one FMA by dw * dx into the row's f32 accumulator.
+// Example, W rows 0..15, block 0, word 2: lane 5 of vector 2 holds W[5, 8..11] + 128.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -20,6 +33,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "kernels/avx512_transpose.h"
 #include "kernels/linear_driver.h"
 #include "kernels/linear_impl.h"
 
@@ -109,7 +123,140 @@ struct GemvInt8 {
   }
 };
 
+inline __mmask16 mask16(int n) { return __mmask16((1u << n) - 1u); }
+
+struct GemmInt8 {
+  static constexpr bool kPackedRows = true;
+  static constexpr int kMr = 12;
+  static constexpr int kNr = 16;
+  // K blocks of up to 1024 (32 Q8_0 blocks: 18 KB of panel per strip), 32 strips (512 W
+  // rows, ~590 KB) per panel: the panel stays in L2, a tile's x (12 KB) in L1.
+  static constexpr int kKcMax = 1024;
+  static constexpr int kNcStrips = 32;
+  static constexpr int64_t kPanelBlockBytes = 8 * 64 + 16 * 4;
+  static constexpr int kXWords = 10;  // per block and x row: 8 words of q, -128 sum q, dx
+
+  // The strip of W rows row0 .. row0 + 15 (rows past `rows` zero, scale 0) over columns
+  // [k0, k0 + kc), whole blocks: see the top of the file.
+  static void pack_w_q8_0(const WeightView& w, int64_t row0, int rows, int64_t k0, int64_t kc,
+                          float* dst) {
+    const auto* base = static_cast<const char*>(w.data);
+    const int64_t ld_bytes = w.ld / kQ8BlockElems * kQ8BlockBytes;
+    auto* out = reinterpret_cast<char*>(dst);
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    for (int64_t b = 0; b < kc / kQ8BlockElems; ++b, out += kPanelBlockBytes) {
+      const int64_t block_offset = (k0 / kQ8BlockElems + b) * kQ8BlockBytes;
+      __m512 r[16];
+      alignas(64) float scales[16];
+      for (int j = 0; j < 16; ++j) {
+        if (j < rows) {
+          const char* blk = base + (row0 + j) * ld_bytes + block_offset;
+          r[j] = _mm512_castsi512_ps(_mm512_zextsi256_si512(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))));
+          uint16_t d_bits;
+          std::memcpy(&d_bits, blk, 2);
+          scales[j] = _cvtsh_ss(d_bits);
+        } else {
+          r[j] = _mm512_setzero_ps();
+          scales[j] = 0.0f;
+        }
+      }
+      transpose16(r);  // r[g] = word g of rows 0..15 (g < 8; the rest is zero)
+      for (int g = 0; g < 8; ++g)
+        _mm512_store_si512(out + 64 * g, _mm512_xor_si512(_mm512_castps_si512(r[g]), flip));
+      _mm512_store_ps(reinterpret_cast<float*>(out + 8 * 64), _mm512_load_ps(scales));
+    }
+  }
+
+  // The x tile: rows x_row0 .. + mr of q8_act_rows' packed rows (stride ldx floats, K
+  // columns), columns [k0, k0 + kc): see the top of the file.
+  static void pack_x_rows(const float* x_row0, int64_t ldx, int64_t K, int mr, int64_t k0,
+                          int64_t kc, float* xp_f) {
+    auto* xp = reinterpret_cast<int32_t*>(xp_f);
+    for (int i = 0; i < mr; ++i) {
+      const float* row = x_row0 + i * ldx;
+      const auto* q = reinterpret_cast<const int8_t*>(row) + k0;
+      const float* d = row + K / 4 + k0 / kQ8BlockElems;
+      for (int64_t b = 0; b < kc / kQ8BlockElems; ++b) {
+        int32_t* rec = xp + (b * mr + i) * kXWords;
+        const int8_t* qb = q + b * kQ8BlockElems;
+        std::memcpy(rec, qb, kQ8BlockElems);
+        int32_t sum = 0;
+        for (int j = 0; j < kQ8BlockElems; ++j) sum += qb[j];
+        rec[8] = -128 * sum;
+        std::memcpy(rec + 9, d + b, 4);
+      }
+    }
+  }
+
+  template <int MR>
+  static void micro_t(int64_t kc, const int32_t* xp, const char* wp, float* y, int64_t ldy,
+                      int nv, const float* bias, bool accumulate) {
+    const __mmask16 m = mask16(nv);
+    __m512 acc[MR];
+    const __m512 b0 = bias ? _mm512_maskz_loadu_ps(m, bias) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i)
+      acc[i] = accumulate ? _mm512_maskz_loadu_ps(m, y + i * ldy) : b0;
+    for (int64_t b = 0; b < kc / kQ8BlockElems; ++b, wp += kPanelBlockBytes, xp += MR * kXWords) {
+      __m512i s[MR];
+#pragma GCC unroll 12
+      for (int i = 0; i < MR; ++i) s[i] = _mm512_set1_epi32(xp[i * kXWords + 8]);
+#pragma GCC unroll 8
+      for (int g = 0; g < 8; ++g) {
+        const __m512i wv = _mm512_load_si512(wp + 64 * g);
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; ++i)
+          s[i] = _mm512_dpbusd_epi32(s[i], wv, _mm512_set1_epi32(xp[i * kXWords + g]));
+      }
+      const __m512 dw = _mm512_load_ps(reinterpret_cast<const float*>(wp + 8 * 64));
+#pragma GCC unroll 12
+      for (int i = 0; i < MR; ++i) {
+        float dx;
+        std::memcpy(&dx, xp + i * kXWords + 9, 4);
+        acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[i]), _mm512_mul_ps(dw, _mm512_set1_ps(dx)),
+                                 acc[i]);
+      }
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(y + i * ldy, m, acc[i]);
+  }
+
+  static void micro(int mr, int64_t kc, const float* xp, const float* wp, float* y, int64_t ldy,
+                    int nv, const float* bias, bool accumulate) {
+    using Fn = void (*)(int64_t, const int32_t*, const char*, float*, int64_t, int, const float*,
+                        bool);
+    static constexpr Fn table[kMr] = {micro_t<1>, micro_t<2>, micro_t<3>,  micro_t<4>,
+                                      micro_t<5>, micro_t<6>, micro_t<7>,  micro_t<8>,
+                                      micro_t<9>, micro_t<10>, micro_t<11>, micro_t<12>};
+    table[mr - 1](kc, reinterpret_cast<const int32_t*>(xp), reinterpret_cast<const char*>(wp), y,
+                  ldy, nv, bias, accumulate);
+  }
+};
+
+void gemm_int8_dot(const float* x, int64_t ldx, const WeightView& w, const float* bias, float* y,
+                   int64_t ldy, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  CPI_CHECK(w.dtype == DType::Q8_0, "the int8-dot GEMM reads Q8_0 weights, not {}",
+            dtype_name(w.dtype));
+  gemm_task<GemmInt8>(x, ldx, w, bias, y, ldy, m0, m1, n0, n1);
+}
+
 }  // namespace
+
+// Called only where the CPU has AVX512_VNNI (linear.cpp checks int8_dot_supported() first).
+const Kernels& avx512_int8_dot_kernels() {
+  // The f32 table's kernels, with the int8-dot GEMM and its tile.
+  static const Kernels k = [] {
+    Kernels t = avx512_kernels();
+    t.gemm = gemm_int8_dot;
+    t.gate_up_silu = nullptr;  // gate_up_silu_unfused over this table's GEMM
+    t.mr = GemmInt8::kMr;
+    t.nr = GemmInt8::kNr;
+    t.nc_strips = GemmInt8::kNcStrips;
+    return t;
+  }();
+  return k;
+}
 
 void gemv_int8_dot(const float* x, int64_t M, int64_t ldx, const WeightView& w,
                    const float* bias, float* y, int64_t ldy, int64_t n0, int64_t n1) {

@@ -104,7 +104,7 @@ node -e '
   console.log("bench latency: quantization int8, decode weight bytes x" + ratio.toFixed(4) + " of f32");
 ' "$TMP/lat8.json" "$TMP/lat.json"
 # A GGUF file whose matrices are already Q8_0 (no --quantization flag): the same bytes, and
-# the prefill's unit is not the bf16 dot.
+# the prefill's unit is the int8 dot (AVX512_VNNI) or fp32 FMA, not the bf16 dot.
 "$CPINFER" make-model --preset tiny --num-layers 2 --dtype "$CP_TEST_DTYPE" --format gguf \
   --quantization int8 --vocab-size "$CP_TEST_VOCAB" --out "$TMP/q8gguf" >/dev/null 2>&1
 "$CPINFER" bench latency --model "$TMP/q8gguf" --input-len 8 --output-len 4 --num-iters 1 \
@@ -115,7 +115,11 @@ node -e '
   if (q.weights_q8_0 !== true || g.weights_q8_0 !== true) throw new Error("weights_q8_0: " + q.weights_q8_0 + ", " + g.weights_q8_0);
   if (g.decode_bytes_per_token !== q.decode_bytes_per_token)
     throw new Error("Q8_0 GGUF decode bytes " + g.decode_bytes_per_token + ", --quantization int8 " + q.decode_bytes_per_token);
-  if (g.mfu_unit !== "fp32_fma") throw new Error("Q8_0 GGUF mfu_unit " + g.mfu_unit);
+  // The prefill unit: int8 dot products where the CPU has AVX512_VNNI (--int8-math auto),
+  // else fp32 FMAs (never the bf16 dot unit: the weights are not bf16).
+  const vnni = / avx512_vnni /.test(" " + fs.readFileSync("/proc/cpuinfo", "utf8").split("\n").find(l => l.startsWith("flags")) + " ");
+  const want = vnni ? "int8_vnni512" : "fp32_fma";
+  if (g.mfu_unit !== want) throw new Error("Q8_0 GGUF mfu_unit " + g.mfu_unit + ", want " + want);
   console.log("bench latency: a Q8_0 GGUF file counts Q8_0 bytes (" + g.decode_bytes_per_token + ")");
 ' "$TMP/lat8.json" "$TMP/latg.json"
 echo "quantization_test: int8 layouts match the single-rank int8 run"

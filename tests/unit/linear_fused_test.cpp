@@ -19,6 +19,7 @@
 #include "kernels/linear.h"
 #include "kernels/linear_fused.h"
 #include "kernels/linear_impl.h"
+#include "kernels/quantize.h"
 
 namespace cpinfer {
 namespace {
@@ -26,6 +27,7 @@ namespace {
 struct Weight {
   std::vector<uint16_t> bf;
   std::vector<float> f;
+  std::vector<uint8_t> q8;
   WeightView view;
 };
 
@@ -33,6 +35,16 @@ Weight make_weight(DType dt, int64_t rows, int64_t cols, std::mt19937& rng) {
   std::normal_distribution<float> nd(0.f, 1.f);
   Weight w;
   const size_t n = size_t(rows * cols);
+  if (dt == DType::Q8_0) {  // cols a multiple of 32; the Q8_0 rows' bytes in w.q8
+    std::vector<float> row(static_cast<size_t>(cols));
+    w.q8.resize(size_t(rows * dtype_bytes(DType::Q8_0, cols)));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (auto& v : row) v = nd(rng);
+      quantize_row_q8_0(row.data(), cols, w.q8.data() + r * dtype_bytes(DType::Q8_0, cols));
+    }
+    w.view = WeightView{w.q8.data(), DType::Q8_0, rows, cols, cols};
+    return w;
+  }
   if (dt == DType::BF16) {
     w.bf.resize(n);
     for (auto& b : w.bf) b = bf16(nd(rng)).bits;
@@ -226,6 +238,77 @@ TEST(LinearFused, DotSkinnyRunsOtherDtypesOnTheRoundedRows) {
       linear_impl::force_path(linear_impl::Path::Auto);
       EXPECT_TRUE(same_bits(fused, ref)) << "M " << M << " K " << K;
     }
+  set_active_isa(saved);
+}
+
+// Q8_0 weights under int8 dot math (--int8-math dot): linear_fused and linear_gate_up_silu
+// quantize x once and run every part on it, bit for bit linear() per part (each of which
+// quantizes the same x the same way), on every ISA (the int8-dot GEMV and GEMM where the CPU
+// has AVX512_VNNI, the f32 kernels on the quantized values elsewhere), decode- and
+// prefill-sized M; and parts of mixed dtypes (an f32 part beside Q8_0 ones) take the f32
+// kernels on the quantized x, bit for bit linear() of the f32 part on that x.
+TEST(LinearFused, Int8DotEqualsLinearPerPart) {
+  std::mt19937 rng(27);
+  static ThreadPool one(1), two(2);
+  const Isa saved = active_isa();
+  set_int8_math(Int8Math::Dot);
+  for (Isa isa : isas())
+    for (int64_t M : {1, 5, 64, 65, 100})
+      for (int64_t K : {64, 96}) {
+        set_active_isa(isa);
+        const std::vector<int64_t> rows = {96, 17, 33};
+        std::vector<Weight> ws;
+        for (int64_t r : rows) ws.push_back(make_weight(DType::Q8_0, r, K, rng));
+        std::vector<float> x(size_t(M * K));
+        for (auto& v : x) v = float(int(rng() % 200) - 100) / 64.f;
+        const int64_t ldy = 96 + 17 + 33 + 5;
+        const std::string what = std::string(isa_name(isa)) + " M " + std::to_string(M) +
+                                 " K " + std::to_string(K);
+        for (ThreadPool* pool : {&one, &two}) {
+          std::vector<float> fused(size_t(M * ldy), -1.f), ref(size_t(M * ldy), -1.f);
+          std::vector<LinearPart> parts;
+          int64_t off = 0;
+          for (size_t p = 0; p < rows.size(); ++p) {
+            parts.push_back({ws[p].view, nullptr, fused.data() + off, ldy});
+            linear(x.data(), M, K, ws[p].view, nullptr, ref.data() + off, ldy, *pool);
+            off += rows[p];
+          }
+          linear_fused(x.data(), M, K, parts, *pool);
+          ASSERT_TRUE(same_bits(fused, ref)) << what << " threads " << pool->size();
+          // gate / up
+          const int64_t F = 96;
+          std::vector<float> gu(size_t(M * 2 * F)), act(size_t(M * F)), act_ref(size_t(M * F));
+          std::vector<float> gu_ref(size_t(M * 2 * F));
+          const Weight g = make_weight(DType::Q8_0, F, K, rng), u = make_weight(DType::Q8_0, F, K, rng);
+          linear(x.data(), M, K, g.view, nullptr, gu_ref.data(), 2 * F, *pool);
+          linear(x.data(), M, K, u.view, nullptr, gu_ref.data() + F, 2 * F, *pool);
+          silu_mul(gu_ref.data(), M, F, act_ref.data(), *pool);
+          linear_gate_up_silu(x.data(), M, K, g.view, u.view, gu.data(), act.data(), *pool);
+          ASSERT_TRUE(same_bits(act, act_ref)) << what << " gate/up threads " << pool->size();
+        }
+        // Mixed dtypes: the f32 part gets the quantized x (d * q as f32, q8_act_fake_rows).
+        const Weight f = make_weight(DType::F32, 24, K, rng);
+        std::vector<float> xq(size_t(M * K));
+        q8_act_fake_rows(x.data(), M, K, K, xq.data());
+        std::vector<float> fused(size_t(M * 120), -1.f), ref(size_t(M * 120), -1.f);
+        const LinearPart mixed[2] = {{ws[0].view, nullptr, fused.data(), 120},
+                                     {f.view, nullptr, fused.data() + 96, 120}};
+        linear_fused(x.data(), M, K, mixed, two);
+        // The fused call's path: choose_path's for Q8_0 weights, an int8-dot kernel replaced
+        // by its f32 twin.
+        using linear_impl::Path;
+        Path p = linear_impl::choose_path(linear_impl::active_kernels(), M, K, DType::Q8_0);
+        p = p == Path::GemvInt8Dot ? Path::Gemv : p == Path::GemmInt8Dot ? Path::Gemm : p;
+        set_int8_math(Int8Math::F32);
+        linear_impl::force_path(p);
+        linear(xq.data(), M, K, f.view, nullptr, ref.data() + 96, 120, two);
+        linear_impl::force_path(linear_impl::Path::Auto);
+        set_int8_math(Int8Math::Dot);
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 96; n < 120; ++n)
+            ASSERT_EQ(fused[size_t(m * 120 + n)], ref[size_t(m * 120 + n)]) << what << " mixed";
+      }
+  set_int8_math(Int8Math::Auto);
   set_active_isa(saved);
 }
 

@@ -83,6 +83,7 @@ const char* path_name(linear_impl::Path p) {
     case linear_impl::Path::GemmBf16Dot: return "gemm_bf16dot";
     case linear_impl::Path::SkinnyBf16Dot: return "skinny_bf16dot";
     case linear_impl::Path::GemvInt8Dot: return "gemv_int8dot";
+    case linear_impl::Path::GemmInt8Dot: return "gemm_int8dot";
     default: return "auto";
   }
 }
@@ -668,24 +669,25 @@ std::vector<float> quantized_x(const std::vector<float>& x, int64_t M, int64_t K
   return r;
 }
 
-// Whether this CPU runs the int8-dot GEMV; prints why not.
+// Whether this CPU runs the int8-dot GEMV and GEMM; prints why not.
 bool int8_dot_runs() {
   if (!isa_supported(Isa::Avx512) || !int8_dot_supported()) {
-    std::printf("skipped: this CPU lacks AVX-512 with AVX512_VNNI, so the int8-dot GEMV "
-                "cannot run here (the f32 kernels on quantized activations are checked "
+    std::printf("skipped: this CPU lacks AVX-512 with AVX512_VNNI, so the int8-dot GEMV and "
+                "GEMM cannot run here (the f32 kernels on quantized activations are checked "
                 "below)\n");
     return false;
   }
   return true;
 }
 
-// The GEMV forced: every M of the sweep, odd N, K of 1 to 28 blocks (odd block counts: the
-// last block alone), bias or not, 1 and 2 threads, dense and padded strides (padding blocks
-// of W have NaN scales, x padding is NaN).
+// The GEMV and the GEMM forced: every M of the sweep, odd N, K of 1 to 28 blocks (odd block
+// counts: the GEMV's last block alone), bias or not, 1 and 2 threads, dense and padded
+// strides (padding blocks of W have NaN scales, x padding is NaN).
 TEST(LinearInt8Dot, MatchesFloat64ReferenceOnQuantizedX) {
   if (!int8_dot_runs()) GTEST_SKIP() << "no AVX512_VNNI";
   IsaScope isa(Isa::Avx512);
-  PathScope path(linear_impl::Path::GemvInt8Dot);
+  for (linear_impl::Path dot_path : {linear_impl::Path::GemvInt8Dot, linear_impl::Path::GemmInt8Dot}) {
+  PathScope path(dot_path);
   std::mt19937 rng(19);
   for (int64_t M : kMs)
     for (int64_t N : kNs)
@@ -706,33 +708,36 @@ TEST(LinearInt8Dot, MatchesFloat64ReferenceOnQuantizedX) {
               linear(padded ? x_padded.data() : x.data(), M, ldx,
                      padded ? w_padded.view() : w_dense.view(), b, y.data(), ldy,
                      pool_of(threads));
-              const std::string what = "gemv_int8dot M=" + std::to_string(M) + " N=" +
+              const std::string what = std::string(path_name(dot_path)) + " M=" + std::to_string(M) + " N=" +
                                        std::to_string(N) + " K=" + std::to_string(K) +
                                        (with_bias ? " bias" : "") + " threads=" +
                                        std::to_string(threads) + (padded ? " padded" : " dense");
               ASSERT_EQ(compare(y, M, N, ldy, K, ref, what), 0);
             }
         }
+  }
 }
 
-// K = 4864 (qwen2.5's down projection, 152 blocks: no K chunks in this kernel) at M past
-// one group of 4 x rows; and weights of -128 (a GGUF file may hold them; quantize_row_q8_0
-// never writes one), whose magnitude 128 only fits vpdpbusd's unsigned operand.
+// K = 4864 (qwen2.5's down projection, 152 blocks: no K chunks in the GEMV, 5 K blocks of
+// 30-31 Q8_0 blocks in the GEMM) at M past one group of 4 x rows and one 12-row GEMM tile;
+// and weights of -128 (a GGUF file may hold them; quantize_row_q8_0 never writes one), whose
+// magnitude 128 only fits vpdpbusd's unsigned operand (the GEMV's |w|; the GEMM's w + 128 = 0).
 TEST(LinearInt8Dot, LargeKAndMinus128Weights) {
   if (!int8_dot_runs()) GTEST_SKIP() << "no AVX512_VNNI";
   IsaScope isa(Isa::Avx512);
-  PathScope path(linear_impl::Path::GemvInt8Dot);
+  for (linear_impl::Path dot_path : {linear_impl::Path::GemvInt8Dot, linear_impl::Path::GemmInt8Dot}) {
+  PathScope path(dot_path);
   std::mt19937 rng(23);
   {
     const int64_t N = 40, K = 4864;
     const TestWeights w = make_weights(DType::Q8_0, N, K, K,
                                        random_values(rng, size_t(N * K), DType::F32));
-    for (int64_t M : {int64_t(1), int64_t(6), int64_t(64)}) {
+    for (int64_t M : {int64_t(1), int64_t(6), int64_t(64), int64_t(77)}) {
       const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
       std::vector<float> y(size_t(M * N), kYSentinel);
       linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(2));
       EXPECT_EQ(compare(y, M, N, N, K, reference(quantized_x(x, M, K), w, nullptr, M),
-                        "K=4864 M=" + std::to_string(M)), 0);
+                        std::string(path_name(dot_path)) + " K=4864 M=" + std::to_string(M)), 0);
     }
   }
   const int64_t N = 5, K = 96, M = 3;
@@ -748,7 +753,9 @@ TEST(LinearInt8Dot, LargeKAndMinus128Weights) {
   const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
   std::vector<float> y(size_t(M * N), kYSentinel);
   linear(x.data(), M, K, w.view(), nullptr, y.data(), N, pool_of(1));
-  EXPECT_EQ(compare(y, M, N, N, K, reference(quantized_x(x, M, K), w, nullptr, M), "-128"), 0);
+  EXPECT_EQ(compare(y, M, N, N, K, reference(quantized_x(x, M, K), w, nullptr, M),
+                    std::string(path_name(dot_path)) + " -128"), 0);
+  }
 }
 
 // Under Dot every Auto path over Q8_0 weights, on every ISA, sees the quantized x (the
@@ -786,10 +793,10 @@ TEST(LinearInt8Dot, EveryAutoPathSeesQuantizedX) {
   }
 }
 
-// Auto takes the int8-dot GEMV for decode-sized M (the f32 math's GEMV range, M <= 64) over
-// Q8_0 weights exactly where the CPU has AVX512_VNNI (read here from /proc/cpuinfo) with the
-// AVX-512 kernels active; Dot takes it wherever it can run, F32 never; other dtypes and
-// prefill-sized M never.
+// Auto takes the int8-dot GEMV up to 4 rows and the int8-dot GEMM from 5 over Q8_0 weights,
+// exactly where the CPU has AVX512_VNNI (read here from /proc/cpuinfo) with the AVX-512
+// kernels active; Dot takes them wherever they can run, F32 never; other dtypes never.
+// Elsewhere the f32 choice: the GEMV up to 64 rows, the GEMM beyond.
 TEST(LinearInt8Dot, PathChoiceFollowsTheSetting) {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
@@ -811,15 +818,26 @@ TEST(LinearInt8Dot, PathChoiceFollowsTheSetting) {
       const bool dot = m == Int8Math::Dot || (m == Int8Math::Auto && int8_dot_supported());
       EXPECT_EQ(linear_uses_int8_dot(DType::Q8_0), dot);
       EXPECT_FALSE(linear_uses_int8_dot(DType::BF16));
-      for (int64_t M : {int64_t(1), int64_t(4), int64_t(64)})
+      for (int64_t M : {int64_t(1), int64_t(4)})
         EXPECT_EQ(linear_impl::choose_path(k, M, 896, DType::Q8_0),
                   dot && here ? Path::GemvInt8Dot : Path::Gemv) << isa_name(isa) << " M " << M;
-      EXPECT_EQ(linear_impl::choose_path(k, 65, 896, DType::Q8_0), Path::Gemm);
+      for (int64_t M : {int64_t(5), int64_t(64)})
+        EXPECT_EQ(linear_impl::choose_path(k, M, 896, DType::Q8_0),
+                  dot && here ? Path::GemmInt8Dot : Path::Gemv) << isa_name(isa) << " M " << M;
+      for (int64_t M : {int64_t(65), int64_t(2048)})
+        EXPECT_EQ(linear_impl::choose_path(k, M, 896, DType::Q8_0),
+                  dot && here ? Path::GemmInt8Dot : Path::Gemm) << isa_name(isa) << " M " << M;
       EXPECT_NE(linear_impl::choose_path(k, 1, 896, DType::BF16), Path::GemvInt8Dot);
+      EXPECT_NE(linear_impl::choose_path(k, 2048, 896, DType::BF16), Path::GemmInt8Dot);
     }
-    PathScope forced(Path::GemvInt8Dot);
-    EXPECT_EQ(linear_impl::choose_path(k, 100, 896, DType::Q8_0), here ? Path::GemvInt8Dot : Path::Gemv);
-    EXPECT_EQ(linear_impl::choose_path(k, 1, 896, DType::BF16), Path::Gemv);
+    {
+      PathScope forced(Path::GemvInt8Dot);
+      EXPECT_EQ(linear_impl::choose_path(k, 100, 896, DType::Q8_0), here ? Path::GemvInt8Dot : Path::Gemv);
+      EXPECT_EQ(linear_impl::choose_path(k, 1, 896, DType::BF16), Path::Gemv);
+    }
+    PathScope forced(Path::GemmInt8Dot);
+    EXPECT_EQ(linear_impl::choose_path(k, 1, 896, DType::Q8_0), here ? Path::GemmInt8Dot : Path::Gemm);
+    EXPECT_EQ(linear_impl::choose_path(k, 1, 896, DType::BF16), Path::Gemm);
   }
 }
 
