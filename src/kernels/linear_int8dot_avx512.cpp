@@ -13,7 +13,8 @@
 // Example, K 64, one x row: block 0 -> acc0 += f32(dpbusd(|w0|, q0 * sgn w0)) * dw0 dx0,
 // block 1 -> acc1 likewise; y = bias + hsum(acc0 + acc1).
 //
-// The GEMM (prefill-sized M) on the same products, with gemm_task's loop nest
+// The GEMM (prefill, and decode batches from 5 rows: choose_path) on the same products, with
+// gemm_task's loop nest
 // (linear_driver.h) and its own panel and tile formats:
 //   * W panel: a strip of 16 W rows, per 32-element block 576 bytes: 8 vectors whose lane j
 //     holds the 4 weights W[row0 + j, 4 g .. 4 g + 3] of word g (g = 0..7) as unsigned bytes

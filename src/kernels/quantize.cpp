@@ -61,7 +61,7 @@ inline ActBlockScale act_block_scale(const float* xb) {
   }
   // A NaN anywhere makes the block's scale NaN (fmax alone would skip it).
   const float d = nan ? std::numeric_limits<float>::quiet_NaN() : amax / 127.0f;
-  return {d, d != 0 ? 1.0f / d : 0.0f};
+  return {d, act_inverse_scale(d)};
 }
 // x * id rounded to the nearest integer, ties to even (the default rounding mode); |x * id|
 // <= 127 up to one rounding, so the result is in [-127, 127]. A block with a NaN or an inf

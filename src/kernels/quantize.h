@@ -17,7 +17,8 @@ void dequantize_row_q8_0(const uint8_t* src, int64_t n, float* dst);
 // Activations for int8 dot products (kernels/linear.h, Int8Math::Dot): a row of x cut into
 // blocks of 32 like a Q8_0 weight row, each block with an f32 scale d = max|x| / 127 and
 // q = x * (1 / d) rounded to the nearest integer, ties to even (an all-zero block has d = 0,
-// q = 0). Every path that multiplies Q8_0 weights under that math sees exactly these q and
+// q = 0; so has, in effect, a block whose max |x| is below ~3.7e-37, where 1 / d overflows:
+// its q are 0). Every path that multiplies Q8_0 weights under that math sees exactly these q and
 // d: the VNNI GEMV as int8 (q8_act_rows), the other kernels as f32 values d * q
 // (q8_act_fake_rows), so a row's result does not depend on which kernel ran it.
 // Example: a block {0.5, -1.27, 0, ...zeros} -> d = 0.01, q = {50, -127, 0, ...}.

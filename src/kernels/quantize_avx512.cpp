@@ -29,7 +29,7 @@ inline Block load_block(const float* xb) {
                     _mm512_cmp_ps_mask(b.v1, b.v1, _CMP_UNORD_Q)) != 0;
   const float amax = _mm512_reduce_max_ps(a);
   b.d = nan ? std::numeric_limits<float>::quiet_NaN() : amax / 127.0f;
-  b.id = b.d != 0 ? 1.0f / b.d : 0.0f;
+  b.id = act_inverse_scale(b.d);
   return b;
 }
 

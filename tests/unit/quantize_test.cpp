@@ -206,6 +206,8 @@ TEST(QuantizeActivations, EveryIsaGivesTheSameBits) {
   x[size_t(3 * ldx + 70)] = std::numeric_limits<float>::quiet_NaN();
   x[size_t(3 * ldx + 100)] = -std::numeric_limits<float>::infinity();
   x[size_t(4 * ldx + 5)] = -0.0f;
+  // A block so small that 1 / d overflows: its q are 0 on every ISA.
+  for (int64_t k = 224; k < 256; ++k) x[size_t(4 * ldx + k)] = k % 2 ? 1e-38f : -3e-39f;
   std::vector<std::vector<float>> packed, fake;
   std::vector<Isa> isas = supported_isas();
   const Isa saved = active_isa();
@@ -232,6 +234,8 @@ TEST(QuantizeActivations, EveryIsaGivesTheSameBits) {
   EXPECT_EQ(q[1], -4);  // 1 % 9 - 4.5 = -3.5
   EXPECT_EQ(q[9], -4);  // 0 - 4.5
   EXPECT_EQ(q[5], 0);   // 5 - 4.5 = 0.5
+  const auto* q4 = reinterpret_cast<const int8_t*>(packed[0].data() + 4 * q8_act_row_floats(K));
+  for (int64_t k = 224; k < 256; ++k) EXPECT_EQ(q4[k], 0) << k;
 }
 
 }  // namespace
