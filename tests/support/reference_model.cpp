@@ -64,16 +64,36 @@ std::map<std::string, RawTensor> read_safetensors(const std::string& path) {
   return out;
 }
 
+// y[n0 .. n1) = the dot products of x[K] with rows n0 .. n1 of W[N, K] (element type T:
+// float or double, widened exactly). Every y[n] is the plain loop's sum: products in double,
+// added in k order from 0, one rounding each (the build targets baseline x86-64, so no FMA
+// contraction). Eight rows go together only so that their eight independent sums overlap in
+// the CPU (one running sum waits on its previous add: the plain loop ran at one add per add
+// latency); each sum's operations and their order stay those of the plain loop, so the
+// results are bit for bit the same.
+template <typename T>
+void dot_rows(const double* x, const T* w, int64_t K, int64_t n0, int64_t n1, double* y) {
+  constexpr int kRows = 8;
+  int64_t n = n0;
+  for (; n + kRows <= n1; n += kRows) {
+    double s[kRows] = {};
+    const T* wn = w + n * K;
+    for (int64_t k = 0; k < K; ++k)
+      for (int r = 0; r < kRows; ++r) s[r] += x[k] * double(wn[r * K + k]);
+    for (int r = 0; r < kRows; ++r) y[n + r] = s[r];
+  }
+  for (; n < n1; ++n) {
+    double s = 0;
+    for (int64_t k = 0; k < K; ++k) s += x[k] * double(w[n * K + k]);
+    y[n] = s;
+  }
+}
+
 // y[M, N] = x[M, K] W[N, K]^T, two threads over N.
 Mat matmul_t(const Mat& x, int64_t M, int64_t K, const Mat& w, int64_t N) {
   Mat y(size_t(M * N));
   auto part = [&](int64_t n0, int64_t n1) {
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = n0; n < n1; ++n) {
-        double s = 0;
-        for (int64_t k = 0; k < K; ++k) s += x[size_t(m * K + k)] * w[size_t(n * K + k)];
-        y[size_t(m * N + n)] = s;
-      }
+    for (int64_t m = 0; m < M; ++m) dot_rows(x.data() + m * K, w.data(), K, n0, n1, y.data() + m * N);
   };
   std::thread t(part, 0, N / 2);
   part(N / 2, N);
@@ -275,11 +295,7 @@ std::vector<double> ReferenceModel::logits(const std::vector<int32_t>& tokens,
   std::vector<double> out(rows.size() * size_t(m.V));
   auto part = [&](int64_t v0, int64_t v1) {
     for (size_t r = 0; r < rows.size(); ++r)
-      for (int64_t vv = v0; vv < v1; ++vv) {
-        double s = 0;
-        for (int64_t j = 0; j < H; ++j) s += x[size_t(rows[r] * H + j)] * head.at(vv * H + j);
-        out[r * size_t(m.V) + size_t(vv)] = s;
-      }
+      dot_rows(x.data() + rows[r] * H, head.values.data(), H, v0, v1, out.data() + r * size_t(m.V));
   };
   std::thread t(part, 0, m.V / 2);
   part(m.V / 2, m.V);

@@ -67,9 +67,9 @@ TEST(JsonExcerpt, ShortValuesWholeLongOnesCutBytesNotUtf8Replaced) {
   EXPECT_EQ(json_excerpt(nlohmann::json(42)), "42");
   EXPECT_EQ(json_excerpt(nlohmann::json::parse(R"({"a":[1,2]})")), R"({"a":[1,2]})");
   const std::string sixty(58, 'x');  // "xxx...x" with its quotes: exactly 60 characters
-  EXPECT_EQ(json_excerpt(nlohmann::json(sixty)), '"' + sixty + '"');
+  EXPECT_EQ(json_excerpt(nlohmann::json(sixty)), "\"" + sixty + "\"");
   const std::string long_text(100, 'y');
-  EXPECT_EQ(json_excerpt(nlohmann::json(long_text)), '"' + std::string(56, 'y') + "...");
+  EXPECT_EQ(json_excerpt(nlohmann::json(long_text)), "\"" + std::string(56, 'y') + "...");
   EXPECT_EQ(json_excerpt(nlohmann::json(long_text), 80).size(), 80u);
   // A string holding bytes that are not UTF-8 (json::dump() alone would throw).
   EXPECT_EQ(json_excerpt(nlohmann::json(std::string("a\xff"))), "\"a\xEF\xBF\xBD\"");
