@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -246,6 +247,52 @@ const int64_t kNs[] = {1, 7, 16, 33, 130, 515};
 const int64_t kKs[] = {1, 3, 16, 31, 64, 100, 896};
 const int64_t kQ8Ks[] = {32, 64, 96, 896};  // Q8_0: whole 32-element blocks
 
+// One (M, N, K, bias) case of the sweeps: W [N, K] of `w_dtype` from values drawn as
+// `value_dtype`, x [M, K] and the bias drawn in that order from `rng`; W and x also with
+// padded row strides (x rows K + 3; W rows K + 5, or one Q8_0 block more), their padding NaN.
+struct SweepCase {
+  int64_t M, N, K;
+  std::vector<float> x, x_padded, bias;
+  const float* b;  // bias.data() or nullptr
+  TestWeights w_dense, w_padded;
+};
+
+SweepCase make_case(std::mt19937& rng, DType w_dtype, DType value_dtype, int64_t M, int64_t N,
+                    int64_t K, bool with_bias) {
+  const std::vector<float> wvals = random_values(rng, size_t(N * K), value_dtype);
+  SweepCase c{M, N, K, random_values(rng, size_t(M * K), DType::F32), {}, {}, nullptr,
+              make_weights(w_dtype, N, K, K, wvals),
+              make_weights(w_dtype, N, K, K + (w_dtype == DType::Q8_0 ? 32 : 5), wvals)};
+  c.bias = random_values(rng, size_t(N), DType::F32);
+  c.b = with_bias ? c.bias.data() : nullptr;
+  c.x_padded = strided(c.x, M, K, K + 3);
+  return c;
+}
+
+// linear() on the case for {1, 2} threads x {dense, padded} strides (y rows N + 7 when
+// padded, its padding checked), each result compared with `ref`; `also(y, ldy, what)` runs
+// any further check on it. Returns the number of mismatches; stops at the first variant that
+// has some.
+int check_strides(const SweepCase& c, const Reference& ref, const std::string& what,
+                  const std::function<void(const std::vector<float>&, int64_t,
+                                           const std::string&)>& also = {}) {
+  for (int threads : {1, 2})
+    for (bool padded : {false, true}) {
+      const int64_t ldx = padded ? c.K + 3 : c.K, ldy = padded ? c.N + 7 : c.N;
+      std::vector<float> y(size_t(c.M * ldy), kYSentinel);
+      linear(padded ? c.x_padded.data() : c.x.data(), c.M, ldx,
+             padded ? c.w_padded.view() : c.w_dense.view(), c.b, y.data(), ldy,
+             pool_of(threads));
+      const std::string full = what + " M=" + std::to_string(c.M) + " N=" +
+                               std::to_string(c.N) + " K=" + std::to_string(c.K) +
+                               (c.b ? " bias" : "") + " threads=" + std::to_string(threads) +
+                               (padded ? " padded" : " dense");
+      if (const int bad = compare(y, c.M, c.N, ldy, c.K, ref, full)) return bad;
+      if (also) also(y, ldy, full);
+    }
+  return 0;
+}
+
 struct SweepParam {
   DType dtype;
   bool bias;
@@ -270,33 +317,14 @@ TEST_P(LinearSweep, MatchesFloat64Reference) {
                                      : std::vector<int64_t>(std::begin(kKs), std::end(kKs));
   for (int64_t N : kNs) {
     for (int64_t K : Ks) {
-      const std::vector<float> wvals = random_values(rng, size_t(N * K), p.dtype);
-      const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
-      const std::vector<float> bias = random_values(rng, size_t(N), DType::F32);
-      const float* b = p.bias ? bias.data() : nullptr;
-      const TestWeights w_dense = make_weights(p.dtype, N, K, K, wvals);
-      const TestWeights w_padded = make_weights(p.dtype, N, K, K + (q8 ? 32 : 5), wvals);
-      const std::vector<float> x_padded = strided(x, M, K, K + 3);
-      const Reference ref = reference(x, w_dense, b, M);
+      const SweepCase c = make_case(rng, p.dtype, p.dtype, M, N, K, p.bias);
+      const Reference ref = reference(c.x, c.w_dense, c.b, M);
       for (Isa isa : supported_isas()) {
         IsaScope scope(isa);
         for (linear_impl::Path path : {linear_impl::Path::Gemv, linear_impl::Path::Gemm, linear_impl::Path::Skinny}) {
           PathScope path_scope(path);
-          for (int threads : {1, 2}) {
-            for (bool padded : {false, true}) {
-              const int64_t ldx = padded ? K + 3 : K, ldy = padded ? N + 7 : N;
-              std::vector<float> y(size_t(M * ldy), kYSentinel);
-              linear(padded ? x_padded.data() : x.data(), M, ldx,
-                     padded ? w_padded.view() : w_dense.view(), b, y.data(), ldy,
-                     pool_of(threads));
-              const std::string what = "M=" + std::to_string(M) + " N=" + std::to_string(N) +
-                                       " K=" + std::to_string(K) + " isa=" +
-                                       std::string(isa_name(isa)) + " " + path_name(path) +
-                                       " threads=" + std::to_string(threads) +
-                                       (padded ? " padded" : " dense");
-              if (compare(y, M, N, ldy, K, ref, what) > 0) return;  // one report per size
-            }
-          }
+          const std::string what = "isa=" + std::string(isa_name(isa)) + " " + path_name(path);
+          if (check_strides(c, ref, what) > 0) return;  // one report per size
         }
       }
     }
@@ -489,37 +517,22 @@ TEST(LinearBf16Dot, MatchesFloat64ReferenceOnRoundedX) {
     for (int64_t N : kNs)
       for (int64_t K : kKs)
         for (bool with_bias : {false, true}) {
-          const std::vector<float> wvals = random_values(rng, size_t(N * K), DType::BF16);
-          const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
-          const std::vector<float> bias = random_values(rng, size_t(N), DType::F32);
-          const float* b = with_bias ? bias.data() : nullptr;
-          const TestWeights w_dense = make_weights(DType::BF16, N, K, K, wvals);
-          const TestWeights w_padded = make_weights(DType::BF16, N, K, K + 5, wvals);
-          const std::vector<float> x_padded = strided(x, M, K, K + 3);
-          const Reference ref_rounded = reference(rounded_to_bf16(x), w_dense, b, M);
-          const Reference ref = reference(x, w_dense, b, M);
-          for (int threads : {1, 2})
-            for (bool padded : {false, true}) {
-              const int64_t ldx = padded ? K + 3 : K, ldy = padded ? N + 7 : N;
-              std::vector<float> y(size_t(M * ldy), kYSentinel);
-              linear(padded ? x_padded.data() : x.data(), M, ldx,
-                     padded ? w_padded.view() : w_dense.view(), b, y.data(), ldy,
-                     pool_of(threads));
-              const std::string what = std::string(path_name(dot_path)) + " M=" +
-                                       std::to_string(M) + " N=" + std::to_string(N) +
-                                       " K=" + std::to_string(K) + (with_bias ? " bias" : "") +
-                                       " threads=" + std::to_string(threads) +
-                                       (padded ? " padded" : " dense");
-              ASSERT_EQ(compare(y, M, N, ldy, K, ref_rounded, what), 0);
-              for (int64_t m = 0; m < M; ++m)
-                for (int64_t n = 0; n < N; ++n) {
-                  const double err = std::fabs(double(y[size_t(m * ldy + n)]) - ref.y[size_t(m * N + n)]);
-                  const double mag = ref.mag[size_t(m * N + n)];
-                  const double bound = std::ldexp(mag, -8) + tolerance(K, mag);
-                  ASSERT_LE(err, bound) << what << " y[" << m << ", " << n << "] vs unrounded x";
-                  if (mag > 0) worst_rounding = std::max(worst_rounding, err / std::ldexp(mag, -8));
-                }
-            }
+          const SweepCase c = make_case(rng, DType::BF16, DType::BF16, M, N, K, with_bias);
+          const Reference ref = reference(c.x, c.w_dense, c.b, M);
+          // Within the f32 tolerance of x rounded to bf16, and within one bf16 rounding of
+          // each product (2^-8 sum|xw|) plus that tolerance of the unrounded x.
+          auto unrounded = [&](const std::vector<float>& y, int64_t ldy, const std::string& what) {
+            for (int64_t m = 0; m < M; ++m)
+              for (int64_t n = 0; n < N; ++n) {
+                const double err = std::fabs(double(y[size_t(m * ldy + n)]) - ref.y[size_t(m * N + n)]);
+                const double mag = ref.mag[size_t(m * N + n)];
+                const double bound = std::ldexp(mag, -8) + tolerance(K, mag);
+                ASSERT_LE(err, bound) << what << " y[" << m << ", " << n << "] vs unrounded x";
+                if (mag > 0) worst_rounding = std::max(worst_rounding, err / std::ldexp(mag, -8));
+              }
+          };
+          ASSERT_EQ(check_strides(c, reference(rounded_to_bf16(c.x), c.w_dense, c.b, M),
+                                  path_name(dot_path), unrounded), 0);
         }
   std::printf("%s: worst error vs unrounded x / (2^-8 sum|xw|) = %.3f (limit 1 + the f32 "
               "part)\n", path_name(dot_path), worst_rounding);
@@ -693,27 +706,9 @@ TEST(LinearInt8Dot, MatchesFloat64ReferenceOnQuantizedX) {
     for (int64_t N : kNs)
       for (int64_t K : kQ8Ks)
         for (bool with_bias : {false, true}) {
-          const std::vector<float> wvals = random_values(rng, size_t(N * K), DType::F32);
-          const std::vector<float> x = random_values(rng, size_t(M * K), DType::F32);
-          const std::vector<float> bias = random_values(rng, size_t(N), DType::F32);
-          const float* b = with_bias ? bias.data() : nullptr;
-          const TestWeights w_dense = make_weights(DType::Q8_0, N, K, K, wvals);
-          const TestWeights w_padded = make_weights(DType::Q8_0, N, K, K + 32, wvals);
-          const std::vector<float> x_padded = strided(x, M, K, K + 3);
-          const Reference ref = reference(quantized_x(x, M, K), w_dense, b, M);
-          for (int threads : {1, 2})
-            for (bool padded : {false, true}) {
-              const int64_t ldx = padded ? K + 3 : K, ldy = padded ? N + 7 : N;
-              std::vector<float> y(size_t(M * ldy), kYSentinel);
-              linear(padded ? x_padded.data() : x.data(), M, ldx,
-                     padded ? w_padded.view() : w_dense.view(), b, y.data(), ldy,
-                     pool_of(threads));
-              const std::string what = std::string(path_name(dot_path)) + " M=" + std::to_string(M) + " N=" +
-                                       std::to_string(N) + " K=" + std::to_string(K) +
-                                       (with_bias ? " bias" : "") + " threads=" +
-                                       std::to_string(threads) + (padded ? " padded" : " dense");
-              ASSERT_EQ(compare(y, M, N, ldy, K, ref, what), 0);
-            }
+          const SweepCase c = make_case(rng, DType::Q8_0, DType::F32, M, N, K, with_bias);
+          ASSERT_EQ(check_strides(c, reference(quantized_x(c.x, M, K), c.w_dense, c.b, M),
+                                  path_name(dot_path)), 0);
         }
   }
 }
