@@ -440,7 +440,12 @@ TEST(WatchdogListener, AFloodRacingTheRegistrationsDropsNoRank) {
   std::vector<std::thread> ranks;
   for (int rank = 1; rank < ListenerFixture::kWorld; ++rank)
     ranks.emplace_back([&, rank] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5 * rank));
+      // Start once the flood is past the cap (rank r a few connections later than rank
+      // r - 1), so each registration races strangers that push out the oldest pending
+      // connections. Waiting on the count, not on a fixed sleep: under TSan the flood is
+      // slow enough that a 5 ms head start was not enough to reach the cap.
+      const int start_at = WatchdogListener::kMaxPending + 8 * rank;
+      eventually([&] { return connected.load() > start_at; }, 20000);
       regs[size_t(rank)] = register_with_watchdog(INADDR_LOOPBACK, f.port, f.hello(rank), 20000);
     });
   for (auto& t : ranks) t.join();
