@@ -168,12 +168,10 @@ struct Bf16DotGemm {
   static void micro_out(int mr, int64_t kc, const float* xp, const float* wp, const Out& o,
                         const float* bias, bool accumulate) {
     using Fn = void (*)(int64_t, const uint32_t*, const uint32_t*, const Out&, const float*, bool);
-    static constexpr Fn table[kMr] = {micro_t<1>,  micro_t<2>,  micro_t<3>,  micro_t<4>,
-                                      micro_t<5>,  micro_t<6>,  micro_t<7>,  micro_t<8>,
-                                      micro_t<9>,  micro_t<10>, micro_t<11>, micro_t<12>,
-                                      micro_t<13>, micro_t<14>};
-    table[mr - 1](kc, reinterpret_cast<const uint32_t*>(xp), reinterpret_cast<const uint32_t*>(wp),
-                  o, bias, accumulate);
+    static constexpr auto table =
+        rows_table<kMr, Fn>([](auto r) -> Fn { return &micro_t<r()>; });
+    table[size_t(mr - 1)](kc, reinterpret_cast<const uint32_t*>(xp),
+                          reinterpret_cast<const uint32_t*>(wp), o, bias, accumulate);
   }
 
   // The driver's microkernel: a plain 32-column tile.

@@ -16,6 +16,7 @@
 // The GEMV's loop nest is described above gemv_task_t.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <utility>
 
@@ -181,13 +182,24 @@ class SpreadPrefetch {
   bool to_l2_;
 };
 
-// Kern::tile<DT, mr>(args...) for a run-time mr in [1, Kern::kSm]: a table of the kSm
-// instantiations, indexed by mr - 1. Example, kSm 6: mr 4 calls tile<DT, 4>.
-template <typename Kern, DType DT, int... I, typename... Args>
-void tile_for_rows(std::integer_sequence<int, I...>, int mr, Args... args) {
+// The N instantiations of a kernel template over its row count, as a table of function
+// pointers indexed by rows - 1, so that a run-time row count picks its compile-time kernel
+// in one indirect call. pick(std::integral_constant<int, R>) returns the pointer for R rows.
+// Example, N 14: table[3] is pick(integral_constant<int, 4>), e.g. &micro_t<4>.
+template <int N, typename Fn, typename Pick>
+constexpr std::array<Fn, N> rows_table(Pick pick) {
+  return [&]<int... I>(std::integer_sequence<int, I...>) {
+    return std::array<Fn, N>{pick(std::integral_constant<int, I + 1>{})...};
+  }(std::make_integer_sequence<int, N>());
+}
+
+// Kern::tile<DT, mr>(args...) for a run-time mr in [1, Kern::kSm] (rows_table above).
+template <typename Kern, DType DT, typename... Args>
+void tile_for_rows(int mr, Args... args) {
   using Fn = void (*)(Args...);
-  static constexpr Fn table[] = {&Kern::template tile<DT, I + 1>...};
-  table[mr - 1](args...);
+  static constexpr auto table =
+      rows_table<Kern::kSm, Fn>([](auto r) -> Fn { return &Kern::template tile<DT, r()>; });
+  table[size_t(mr - 1)](args...);
 }
 
 // ---- Skinny GEMM (decode batches) -----------------------------------------------------
@@ -235,8 +247,7 @@ void skinny_task_t(const float* x, int64_t M, int64_t ldx, const WeightView& w,
       const int64_t ma = split_point(M, m_tiles, t);
       const int mr = int(split_point(M, m_tiles, t + 1) - ma);
       const int64_t l0 = split_point(pf_lines, m_tiles, t), l1 = split_point(pf_lines, m_tiles, t + 1);
-      tile_for_rows<Kern, DT>(std::make_integer_sequence<int, Kern::kSm>(), mr, x + ma * ldx,
-                              ldx, static_cast<const char* const*>(rows), K,
+      tile_for_rows<Kern, DT>(mr, x + ma * ldx, ldx, static_cast<const char* const*>(rows), K,
                               static_cast<const float*>(b), y + ma * ldy + n, ldy, nv,
                               pf && l1 > l0 ? pf + 64 * l0 : nullptr, 64 * (l1 - l0));
     }

@@ -139,12 +139,11 @@ struct GenericGemm {
 
   static void micro(int mr, int64_t kc, const float* xp, const float* wp, float* y, int64_t ldy,
                     int nv, const float* bias, bool accumulate) {
-    switch (mr) {
-      case 1: return micro_t<1>(kc, xp, wp, y, ldy, nv, bias, accumulate);
-      case 2: return micro_t<2>(kc, xp, wp, y, ldy, nv, bias, accumulate);
-      case 3: return micro_t<3>(kc, xp, wp, y, ldy, nv, bias, accumulate);
-      default: return micro_t<4>(kc, xp, wp, y, ldy, nv, bias, accumulate);
-    }
+    using Fn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, const float*,
+                        bool);
+    static constexpr auto table =
+        rows_table<kMr, Fn>([](auto r) -> Fn { return &micro_t<r()>; });
+    table[size_t(mr - 1)](kc, xp, wp, y, ldy, nv, bias, accumulate);
   }
 };
 
