@@ -26,14 +26,21 @@
 # --bf16-math exact (tests/cli/lib/cp_runs.sh), where 1e-3 holds: with rounded activations
 # a last-bit difference upstream can flip a rounding (2^-8 of that value) and tp 2 alone
 # then differs by ~2e-2. A CPU without AVX512_BF16 runs exact for dot: the check is skipped.
+# int8 weights (--quantization int8, Q8_0 blocks): with --int8-math exact (f32 activations)
+# against one rank's int8 run within 1e-3, as f32; with --int8-math dot (activations
+# quantized to int8 too: VNNI kernels where the CPU has AVX512_VNNI, the f32 kernels on the
+# quantized values elsewhere) within D8 = max |logits(one rank, int8 dot) - logits(one rank,
+# int8 exact)| and near ties, as bf16 dot products. The chunks move prompt rows between the
+# GEMM and the skinny tiles, so both int8 routes run beside the decode GEMV.
 set -euo pipefail
 CPINFER=${1:?usage: cp_chunked_equivalence_test.sh path/to/cpinfer}
 source "$(dirname "$0")/lib/cp_runs.sh"
 LAYOUTS=(1,2,1,8 2,2,1,1 4,2,2,8 4,1,2,16 1,3,1,4 2,4,1,16)
 CHUNKS=(1 7 64 256 1000)
 
-rounding_bound() {  # rounding_bound MODE N: max |logits(MODE) - logits(f32)| of one rank
-  # (MODE bf16: a bf16 cache; dot: bf16 dot products) over the rows computed from identical
+rounding_bound() {  # rounding_bound MODE N [REF]: max |logits(MODE) - logits(REF)| of one
+  # rank, REF f32 unless given (MODE bf16: a bf16 cache; dot: bf16 dot products; int8dot
+  # against int8: int8 activations) over the rows computed from identical
   # inputs (up to and including the first step whose greedy token differs: a later row
   # follows a different text and is no measure of the rounding's error)
   node -e 'const fs=require("fs"); const r=f=>{const b=fs.readFileSync(f); return new Float32Array(b.buffer,b.byteOffset,b.length/4)};
@@ -43,13 +50,15 @@ rounding_bound() {  # rounding_bound MODE N: max |logits(MODE) - logits(f32)| of
     let k=0; while (k<ta.length-1 && ta[k]===tb[k]) k++;
     const V=a.length/ta.length; let m=0;
     for (let i=0;i<(k+1)*V;i++){const d=Math.abs(a[i]-b[i]); if(!(d<=m) && m===m) m=d;} console.log(m)' \
-    "$TMP/base-$1-$2" "$TMP/base-f32-$2"
+    "$TMP/base-$1-$2" "$TMP/base-${3:-f32}-$2"
 }
 mode_args() {  # the generate flags of a mode: f32 / bf16 KV cache, or bf16 dot products
   case $1 in
     f32) echo --kv-cache-dtype f32 ;;
     bf16) echo --kv-cache-dtype bf16 ;;
     dot) echo --kv-cache-dtype f32 --bf16-math dot ;;
+    int8) echo --kv-cache-dtype f32 --quantization int8 --int8-math exact ;;
+    int8dot) echo --kv-cache-dtype f32 --quantization int8 --int8-math dot ;;
   esac
 }
 failures=0 runs=0
@@ -64,14 +73,17 @@ check() {
     --cp-kv-cache-interleave-size "$il" --prefill-chunks "${chunks:1}"
   for pair in $6; do
     n=${pair%%:*} chunk=${pair##*:} tol=1e-3
-    if [[ $mode != f32 ]]; then
+    if [[ $mode == int8dot ]]; then
+      tol=$(rounding_bound int8dot "$n" int8)
+      echo "int8dot bound for prompt $n: one rank's int8 dot and int8 exact logits differ by up to $tol"
+    elif [[ $mode != f32 && $mode != int8 ]]; then
       tol=$(rounding_bound "$mode" "$n")
       echo "$mode bound for prompt $n: one rank's $mode and f32 logits differ by up to $tol"
     fi
     node "$SRC/tests/tools/compare_runs.js" "$TMP/base-$mode-$n.json" "$TMP/base-$mode-$n.bin" \
       "$out-$n.json" "$out-$n.bin" "$tol" \
       "tp $tp pcp $pcp dcp $dcp interleave $il, chunk $chunk, prompt $n, $mode" \
-      $([[ $mode == dot ]] && echo near-tie) ||
+      $([[ $mode == dot || $mode == int8dot ]] && echo near-tie) ||
       failures=$((failures + 1))
     runs=$((runs + 1))
   done
@@ -85,6 +97,8 @@ done
 cp_runs "$TMP/base-f32" "$(tr ' ' '\n' <<<"$base_lens" | sort -n | uniq | xargs)" \
   --kv-cache-dtype f32 --prefill-chunk 100000
 cp_runs "$TMP/base-bf16" "777 3000" --kv-cache-dtype bf16 --prefill-chunk 100000
+cp_runs "$TMP/base-int8" "777 3000" $(mode_args int8) --prefill-chunk 100000
+cp_runs "$TMP/base-int8dot" "777 3000" $(mode_args int8dot) --prefill-chunk 100000
 dot=0
 if grep -qw avx512_bf16 /proc/cpuinfo; then
   dot=1
@@ -112,5 +126,8 @@ if [[ $dot == 1 ]]; then
   check dot 2 2 1 1 "777:64"
   check dot 4 2 2 8 "3000:256"
 fi
+# int8 weights: exact math on one layout, int8 dot products on the other.
+check int8 4 2 2 8 "3000:256"
+check int8dot 2 2 1 1 "777:64"
 [[ $failures -eq 0 ]] || { echo "FAIL: $failures of $runs runs differ from one rank"; exit 1; }
 echo "cp_chunked_equivalence_test: $runs runs match the single-rank run"
