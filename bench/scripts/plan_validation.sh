@@ -10,6 +10,8 @@
 # REPS=N (default 1) measures every point N times, the points interleaved round by round so
 # that the host's drift spreads over all of them, and ends with one line per point holding
 # the medians and their errors ({"median": true, ...}, also appended to $OUT).
+# OUTLEN=N (default 8) output tokens per request: the measured ITL is the mean of N - 1
+# decode steps, so a few slow steps of a shared host move it less at larger N.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/cpu_time.sh
@@ -18,6 +20,7 @@ OUT=${OUT:-bench/results/plan_validation.jsonl}
 CORES=$(nproc)
 REPS=${REPS:-1}
 KV=${KV:-bf16}  # the KV cache dtype of both the plan and the measurements
+OUTLEN=${OUTLEN:-8}
 mkdir -p "$(dirname "$OUT")" models
 : >"$OUT"
 M8=models/qwen2.5-0.5b-L8
@@ -27,23 +30,23 @@ point() {  # point REP LEN THREADS layout-flags...
   local b0 own other
   b0=$(busy_jiffies)
   /usr/bin/time -f "%U %S" -o "$TMP/cpu-time" "$CPINFER" bench latency --model "$M8" \
-    --input-len "$n" --output-len 8 --num-iters 1 --warmup 0 --threads-per-rank "$threads" \
+    --input-len "$n" --output-len "$OUTLEN" --num-iters 1 --warmup 0 --threads-per-rank "$threads" \
     --kv-cache-dtype "$KV" \
     --json "$@" >"$TMP/meas.json" 2>/dev/null
   # Other processes' CPU time during the run: the machine's busy time minus the run's own
   # (user + system of the whole process tree, in jiffies of 1/100 s).
   own=$(awk '{printf "%d", ($1 + $2) * 100}' "$TMP/cpu-time")
   other=$(( $(busy_jiffies) - b0 - own ))
-  node - "$TMP/meas.json" "$TMP/plan-$n.json" "$other" "$n" "$rep" <<'JS' | tee -a "$OUT"
+  node - "$TMP/meas.json" "$TMP/plan-$n.json" "$other" "$n" "$rep" "$OUTLEN" <<'JS' | tee -a "$OUT"
 const fs = require('fs');
-const [mf, pf, other, n, rep] = process.argv.slice(2);
+const [mf, pf, other, n, rep, outlen] = process.argv.slice(2);
 const m = JSON.parse(fs.readFileSync(mf, 'utf8').trim().split('\n').pop());
 const p = JSON.parse(fs.readFileSync(pf, 'utf8'));
 const L = m.layout;
 const e = p.layouts.find((l) => l.tp === L.tp && l.pcp === L.pcp && l.dcp === L.dcp &&
   l.interleave === L.interleave && l.threads_per_rank === m.threads_per_rank);
 if (!e) { console.error(`plan has no layout ${JSON.stringify(L)} x ${m.threads_per_rank} threads`); process.exit(1); }
-console.log(JSON.stringify({rep: +rep, input_len: +n, tp: L.tp, pcp: L.pcp, dcp: L.dcp, threads_per_rank: m.threads_per_rank,
+console.log(JSON.stringify({rep: +rep, input_len: +n, output_len: +outlen, tp: L.tp, pcp: L.pcp, dcp: L.dcp, threads_per_rank: m.threads_per_rank,
   world_size: m.world_size, ttft_s: m.ttft_s, ttft_pred_s: e.ttft_s, ttft_err: e.ttft_s / m.ttft_s - 1,
   itl_s: m.itl_s, itl_pred_s: e.itl_s, itl_err: e.itl_s / m.itl_s - 1,
   comm_s: m.comm_s, prefill_comm_pred_s: e.prefill_comm_s, machine_busy_jiffies: +other}));
@@ -81,7 +84,8 @@ for (const r of rows) {
 }
 for (const g of groups.values()) {
   const r0 = g[0], ttft = med(g.map((r) => r.ttft_s)), itl = med(g.map((r) => r.itl_s));
-  console.log(JSON.stringify({median: true, runs: g.length, input_len: r0.input_len, tp: r0.tp,
+  console.log(JSON.stringify({median: true, runs: g.length, input_len: r0.input_len,
+    output_len: r0.output_len, tp: r0.tp,
     pcp: r0.pcp, dcp: r0.dcp, threads_per_rank: r0.threads_per_rank,
     ttft_s: ttft, ttft_runs: g.map((r) => r.ttft_s), ttft_pred_s: r0.ttft_pred_s,
     ttft_err: r0.ttft_pred_s / ttft - 1, itl_s: itl, itl_runs: g.map((r) => r.itl_s),

@@ -176,20 +176,25 @@ LayoutEstimate estimate_layout(const ModelConfig& c, const LayoutChoice& l,
   const double layer_macs = double(linear_macs_per_token(c)) / double(l.tp);
   const double head_macs = double(c.vocab_size) * double(H) / double(l.tp * P);
   // Fewer decodes than PCP ranks (B < P, one row each on its home rank): on one host only
-  // the home ranks' cores stream the layers, B x tp x threads of the host's cores (a home
-  // PCP rank is a whole TP group; DCP splits within it), and share the bus among themselves:
-  // each reads at the all-busy rate scaled by the busy share, at most at the rate of one
-  // thread alone. Example: one host of 2 cores, pcp 2 x 1 thread, B = 1: one busy core,
-  // min(alone, 2 x all-busy).
-  double layer_gbps = weight_gbps;
+  // the home ranks' threads stream the layers, B x tp x threads of them (a home PCP rank is a
+  // whole TP group; DCP splits within it), while the other ranks wait. Each busy thread gets
+  // a whole core when there are enough (even where the ranks oversubscribe the host: the
+  // waiting ones yield theirs), and the busy cores share the bus: each reads at the all-busy
+  // rate scaled by the busy share, at most at the rate of one thread alone.
+  // Examples, one host of 2 cores, B = 1: pcp 2 x 1 thread: one busy thread on one core, at
+  // min(alone, 2 x all-busy); pcp 4 x 1 thread (oversubscribed, half a core per rank while
+  // all are busy): the home rank's thread still has a whole core for the layers.
+  double layer_gbps = weight_gbps, layer_cores = cores_per_rank;
   if (B < P && m.hosts == 1 && m.weight_read_gbps_alone > 0) {
-    const double busy = double(B * l.tp) * cores_per_rank;
+    const double busy = double(B * l.tp * l.threads_per_rank);
+    const double cores = double(m.cores_per_host);
+    layer_cores = double(l.threads_per_rank) * std::min(1.0, cores / busy);
     layer_gbps = std::max(weight_gbps, std::min(m.weight_read_gbps_alone,
-                                                weight_gbps * double(m.cores_per_host) / busy));
+                                                weight_gbps * cores / std::min(cores, busy)));
   }
   e.decode_read_s =
-      weight_pass_s(layer_bytes, layer_macs, decode_layer_rows(l, B), cores_per_rank,
-                    layer_gbps, m.weight_read_gbps_at_rows, m.gemm_gflops_per_core) +
+      weight_pass_s(layer_bytes, layer_macs, decode_layer_rows(l, B), layer_cores, layer_gbps,
+                    m.weight_read_gbps_at_rows, m.gemm_gflops_per_core) +
       weight_pass_s(head_bytes, head_macs, B, cores_per_rank, head_gbps,
                     m.lm_head_read_gbps_at_rows, m.gemm_gflops_per_core) +
       e.kv_bytes_per_rank / (cores_per_rank * m.read_gbps_per_core * 1e9);

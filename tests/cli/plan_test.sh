@@ -87,6 +87,10 @@ for alone in 6 20; do
 done
 "$CPINFER" plan --model "$TMP/tiny" --context-len 1000 --cores-per-host 4 --memory-gib 16 "${RATES[@]}" \
   --weight-read-gbps-per-core 4 --weight-read-gbps-alone 6 --concurrency 2 --json >"$TMP/alone-b2.json"
+# Oversubscribed (8 ranks on 4 cores, half a core each while all are busy): the one home
+# rank's thread has a whole core for the layers.
+"$CPINFER" plan --model "$TMP/tiny" --context-len 1000 --cores-per-host 4 --memory-gib 16 "${RATES[@]}" \
+  --weight-read-gbps-per-core 4 --weight-read-gbps-alone 6 --oversubscribe --json >"$TMP/alone-over.json"
 node - "$TMP" <<'JS'
 const fs = require('fs');
 const load = (n) => JSON.parse(fs.readFileSync(`${process.argv[2]}/${n}.json`, 'utf8'));
@@ -112,6 +116,12 @@ if (!near(find(a6, 1, 1).decode_read_s, find(g, 1, 1).decode_read_s)) fail('one 
 const pass = (bytes, macs, rows, cores) => Math.max(bytes / (cores * 4e9), 2 * rows * macs / (cores * 50e9));
 const wantB2 = layersB / (2 * 4e9) + pass(headB / 2, 151936 * 512 / 2, 2, 2) + 2 * 512000 / (2 * 8e9);
 if (!near(find(b2, 1, 2).decode_read_s, wantB2)) fail(`pcp 2, B = 2: ${find(b2, 1, 2).decode_read_s} != ${wantB2}`);
+// pcp 8 x 1 thread on 4 cores, B = 1: the layers on one whole core at min(alone 6, 4 x 4 / 1);
+// the LM head cut over 8 ranks and 125 tokens of KV each on half a core.
+const over = load('alone-over'), p8 = find(over, 1, 8);
+if (!p8) fail('no pcp 8 layout with --oversubscribe on 4 cores');
+const wantP8 = layersB / (1 * 6e9) + headB / 8 / (0.5 * 4e9) + 128000 / (0.5 * 8e9);
+if (!near(p8.decode_read_s, wantP8)) fail(`pcp 8 on 4 cores, B = 1: ${p8.decode_read_s} != ${wantP8} (the home rank's layers on a whole core)`);
 console.log(`ok   fewer decodes than PCP ranks: pcp 2 layers at ${(layersB / (2 * 6e9) * 1e3).toFixed(3)} ms (alone 6), capped at 8 GB/s`);
 JS
 # Several sequences decoding together (--concurrency B): rank 0 runs ceil(B / pcp) rows of
