@@ -90,13 +90,20 @@ linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t 
     else if (skinny) p = M <= k.skinny_max_rows ? Path::Skinny : Path::Gemm;
     else p = M <= 8 || (M <= 32 && K <= 1024) ? Path::Gemv : Path::Gemm;
   }
-  // bf16 weights with bf16 dot products chosen: the dot skinny tiles where the f32 ones
-  // would run, up to 128 rows; the dot GEMM for the rest (not the GEMV: M <= 4). Measured on
-  // an AMD EPYC Zen 5 (bench/linear_bench, 2 threads, qkv / gate_up / down of Qwen2.5-0.5B,
-  // best GFLOP/s): M = 64: dot skinny 600 / 662 / 537, dot GEMM 444 / 403 / 466; M = 128:
-  // 632 / 678 / 450 against 568 / 514 / 538 (the skinny tiles ahead on the layer's sum).
-  if (automatic && p != Path::Gemv && linear_uses_bf16_dot(dt))
-    p = p == Path::Skinny && M <= kBf16DotSkinnyMaxRows ? Path::SkinnyBf16Dot : Path::GemmBf16Dot;
+  // bf16 weights with bf16 dot products chosen: the dot skinny tiles where the f32 skinny
+  // tiles or the GEMV of 2-4 rows would run, up to 128 rows; the dot GEMM for the rest; a
+  // single row keeps the GEMV (one FMA per 16 weights: bound by the reads, and x exact).
+  // Measured on an AMD EPYC Zen 5 (bench/linear_bench, 2 threads, qkv / gate_up / down of
+  // Qwen2.5-0.5B, best GFLOP/s): M = 64: dot skinny 600 / 662 / 537, dot GEMM 444 / 403 / 466;
+  // M = 128: 632 / 678 / 450 against 568 / 514 / 538 (the skinny tiles ahead on the layer's
+  // sum). On an AMD EPYC Zen 4 (one 512-bit FMA a cycle, 2 threads, GFLOP/s, f32 GEMV / dot
+  // skinny): M = 4: qkv 78 / 101, o 67 / 87, gate_up 92 / 104, down 40 / 103, LM head
+  // 62 / 104 (the GEMV's 4 FMAs per 16 weights bind it); M = 2: qkv 38 / 53, o 33 / 47,
+  // gate_up 54 / 53, down 26 / 49, LM head 58 / 53.
+  if (automatic && linear_uses_bf16_dot(dt) && (p != Path::Gemv || M >= 2))
+    p = (p == Path::Skinny || p == Path::Gemv) && M <= kBf16DotSkinnyMaxRows
+            ? Path::SkinnyBf16Dot
+            : Path::GemmBf16Dot;
   // Q8_0 weights under int8 dot math, where the int8-dot kernels run: the GEMV up to 4 rows,
   // the GEMM from 5. Measured on Zen 4 (bench/linear_bench, GFLOP/s, GEMV / GEMM, 1 thread):
   // M = 4: gate/up 81 / 48, down 45 / 72, LM head 79 / 48; M = 8: 73 / 87, 61 / 125, 67 / 88;

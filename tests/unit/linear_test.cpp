@@ -614,8 +614,8 @@ TEST(LinearBf16Dot, PathChoiceFollowsTheSetting) {
     }
     EXPECT_EQ(linear_impl::choose_path(k, 2048, 896, DType::BF16),
               here && amd ? Path::GemmBf16Dot : Path::Gemm) << isa_name(isa);
-    // Under Dot: the dot skinny tiles where the f32 math takes the f32 ones, up to 128
-    // rows; the GEMV where that math takes it (M <= 4, on AVX2 M <= 3); the dot GEMM for the rest.
+    // Under Dot: the dot skinny tiles where the f32 math takes the f32 ones or the GEMV
+    // for 2-4 rows, up to 128 rows; the GEMV for one row; the dot GEMM for the rest.
     constexpr int64_t kMaxM = 300;
     std::vector<Path> f32_paths(kMaxM + 1);
     {
@@ -626,15 +626,19 @@ TEST(LinearBf16Dot, PathChoiceFollowsTheSetting) {
       Bf16MathScope m(Bf16Math::Dot);
       for (int64_t M = 1; M <= kMaxM; ++M) {
         const Path f32 = f32_paths[size_t(M)];
-        const Path want = !here || f32 == Path::Gemv ? f32
-                          : f32 == Path::Skinny && M <= 128 ? Path::SkinnyBf16Dot
-                                                            : Path::GemmBf16Dot;
+        const Path want = !here || M == 1 ? f32
+                          : (f32 == Path::Skinny || f32 == Path::Gemv) && M <= 128
+                              ? Path::SkinnyBf16Dot
+                              : Path::GemmBf16Dot;
         EXPECT_EQ(linear_impl::choose_path(k, M, 896, DType::BF16), want) << isa_name(isa) << " M " << M;
       }
       // Fixed points of that rule (AVX2's bf16 pair tiles take 4 rows already).
       EXPECT_EQ(linear_impl::choose_path(k, 4, 896, DType::BF16),
-                isa == Isa::Avx2 ? Path::Skinny : Path::Gemv) << isa_name(isa);
-      EXPECT_EQ(linear_impl::choose_path(k, 3, 896, DType::BF16), Path::Gemv) << isa_name(isa);
+                here ? Path::SkinnyBf16Dot : isa == Isa::Avx2 ? Path::Skinny : Path::Gemv)
+          << isa_name(isa);
+      EXPECT_EQ(linear_impl::choose_path(k, 2, 896, DType::BF16),
+                here ? Path::SkinnyBf16Dot : Path::Gemv) << isa_name(isa);
+      EXPECT_EQ(linear_impl::choose_path(k, 1, 896, DType::BF16), Path::Gemv) << isa_name(isa);
       EXPECT_EQ(linear_impl::choose_path(k, 8, 896, DType::BF16),
                 here ? Path::SkinnyBf16Dot : linear_impl::choose_path(k, 8, 896, DType::F32))
           << isa_name(isa);
