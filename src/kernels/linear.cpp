@@ -100,7 +100,7 @@ linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t 
   // skinny): M = 4: qkv 78 / 101, o 67 / 87, gate_up 92 / 104, down 40 / 103, LM head
   // 62 / 104 (the GEMV's 4 FMAs per 16 weights bind it); M = 2: qkv 38 / 53, o 33 / 47,
   // gate_up 54 / 53, down 26 / 49, LM head 58 / 53.
-  if (automatic && linear_uses_bf16_dot(dt) && (p != Path::Gemv || M >= 2))
+  if (automatic && M >= 2 && linear_uses_bf16_dot(dt))  // (one row: always the GEMV above)
     p = (p == Path::Skinny || p == Path::Gemv) && M <= kBf16DotSkinnyMaxRows
             ? Path::SkinnyBf16Dot
             : Path::GemmBf16Dot;
