@@ -30,8 +30,8 @@
 # against one rank's int8 run within 1e-3, as f32; with --int8-math dot (activations
 # quantized to int8 too: VNNI kernels where the CPU has AVX512_VNNI, the f32 kernels on the
 # quantized values elsewhere) within D8 = max |logits(one rank, int8 dot) - logits(one rank,
-# int8 exact)| and near ties, as bf16 dot products. The chunks move prompt rows between the
-# GEMM and the skinny tiles, so both int8 routes run beside the decode GEMV.
+# int8 exact)| and near ties, as bf16 dot products. Chunks of 64 and 256 rows and the
+# one-row decode steps take both Q8_0 routes (the GEMV and the GEMM; no skinny tiles for Q8_0).
 set -euo pipefail
 CPINFER=${1:?usage: cp_chunked_equivalence_test.sh path/to/cpinfer}
 source "$(dirname "$0")/lib/cp_runs.sh"
@@ -98,7 +98,7 @@ cp_runs "$TMP/base-f32" "$(tr ' ' '\n' <<<"$base_lens" | sort -n | uniq | xargs)
   --kv-cache-dtype f32 --prefill-chunk 100000
 cp_runs "$TMP/base-bf16" "777 3000" --kv-cache-dtype bf16 --prefill-chunk 100000
 cp_runs "$TMP/base-int8" "777 3000" $(mode_args int8) --prefill-chunk 100000
-cp_runs "$TMP/base-int8dot" "777 3000" $(mode_args int8dot) --prefill-chunk 100000
+cp_runs "$TMP/base-int8dot" 777 $(mode_args int8dot) --prefill-chunk 100000  # check int8dot's prompt
 dot=0
 if grep -qw avx512_bf16 /proc/cpuinfo; then
   dot=1
