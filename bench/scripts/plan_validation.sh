@@ -12,6 +12,10 @@
 # the medians and their errors ({"median": true, ...}, also appended to $OUT).
 # OUTLEN=N (default 8) output tokens per request: the measured ITL is the mean of N - 1
 # decode steps, so a few slow steps of a shared host move it less at larger N.
+# PLAN_PER_ROUND=1 (the default) runs `plan` (its calibration) again at the start of every
+# round, so the predictions drift with the host as the measurements do, and the medians
+# line compares the median prediction with the median measurement; PLAN_PER_ROUND=0
+# calibrates once per prompt length before the first round.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/lib/cpu_time.sh
@@ -21,6 +25,7 @@ CORES=$(nproc)
 REPS=${REPS:-1}
 KV=${KV:-bf16}  # the KV cache dtype of both the plan and the measurements
 OUTLEN=${OUTLEN:-8}
+PLAN_PER_ROUND=${PLAN_PER_ROUND:-1}
 mkdir -p "$(dirname "$OUT")" models
 : >"$OUT"
 M8=models/qwen2.5-0.5b-L8
@@ -55,12 +60,16 @@ JS
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 lscpu | grep -E "Model name" | tee "$TMP/cpu"
-for n in 4096 16384; do
-  "$CPINFER" plan --model "$M8" --context-len "$n" --kv-cache-dtype "$KV" --oversubscribe --json >"$TMP/plan-$n.json"
-  node -e 'const j=JSON.parse(require("fs").readFileSync(process.argv[1]));console.log("calibration", JSON.stringify(j.calibration))' "$TMP/plan-$n.json"
-done
+calibrate() {  # calibrate LEN: the plan (and its calibration) the points of LEN compare with
+  "$CPINFER" plan --model "$M8" --context-len "$1" --kv-cache-dtype "$KV" --oversubscribe --json >"$TMP/plan-$1.json"
+  node -e 'const j=JSON.parse(require("fs").readFileSync(process.argv[1]));console.log("calibration", JSON.stringify(j.calibration))' "$TMP/plan-$1.json"
+}
+if [[ $PLAN_PER_ROUND != 1 ]]; then
+  for n in 4096 16384; do calibrate "$n"; done
+fi
 for rep in $(seq 1 "$REPS"); do
   for n in 4096 16384; do
+    [[ $PLAN_PER_ROUND == 1 ]] && calibrate "$n"
     point "$rep" "$n" "$CORES"
     point "$rep" "$n" 1 -pcp 2
     point "$rep" "$n" 1 -tp 2
@@ -83,13 +92,17 @@ for (const r of rows) {
   groups.get(k).push(r);
 }
 for (const g of groups.values()) {
+  // Medians of the measurements and of the predictions (one per round with PLAN_PER_ROUND=1,
+  // else all equal), each over the rounds.
   const r0 = g[0], ttft = med(g.map((r) => r.ttft_s)), itl = med(g.map((r) => r.itl_s));
+  const ttft_pred = med(g.map((r) => r.ttft_pred_s)), itl_pred = med(g.map((r) => r.itl_pred_s));
   console.log(JSON.stringify({median: true, runs: g.length, input_len: r0.input_len,
     output_len: r0.output_len, tp: r0.tp,
     pcp: r0.pcp, dcp: r0.dcp, threads_per_rank: r0.threads_per_rank,
-    ttft_s: ttft, ttft_runs: g.map((r) => r.ttft_s), ttft_pred_s: r0.ttft_pred_s,
-    ttft_err: r0.ttft_pred_s / ttft - 1, itl_s: itl, itl_runs: g.map((r) => r.itl_s),
-    itl_pred_s: r0.itl_pred_s, itl_err: r0.itl_pred_s / itl - 1,
+    ttft_s: ttft, ttft_runs: g.map((r) => r.ttft_s), ttft_pred_s: ttft_pred,
+    ttft_pred_runs: g.map((r) => r.ttft_pred_s), ttft_err: ttft_pred / ttft - 1,
+    itl_s: itl, itl_runs: g.map((r) => r.itl_s), itl_pred_s: itl_pred,
+    itl_pred_runs: g.map((r) => r.itl_pred_s), itl_err: itl_pred / itl - 1,
     max_machine_busy_jiffies: Math.max(...g.map((r) => r.machine_busy_jiffies))}));
 }
 JS
