@@ -82,9 +82,9 @@ linear_impl::Path linear_impl::choose_path(const Kernels& k, int64_t M, int64_t 
     // packed GEMM for prefill beyond (on Zen 4; the crossover moves lower on Intel cores:
     // skinny_max_rows_for). Without skinny tiles: the GEMV up to M = 8, and up to
     // M = 32 while a group of 4 x rows (16 K bytes) fits in L1.
-    // AVX2's skinny tiles over bf16 weights (one load and one integer op per 8 weights)
-    // win from M = 4 (Zen 3, 1 and 2 threads: 1.06-1.28x the GEMV on every shape; M = 2 a
-    // tie): k.skinny_min_rows_bf16.
+    // Over bf16 weights the skinny tiles win from fewer rows where the GEMV's widening
+    // binds (AVX2's pair tiles from 4, AVX-512 on Zen 4 from 2): k.skinny_min_rows_bf16
+    // (skinny_min_rows_bf16_for).
     const int64_t gemv_max_rows = skinny && dt == DType::BF16 ? k.skinny_min_rows_bf16 - 1 : 4;
     if (M <= gemv_max_rows) p = Path::Gemv;
     else if (skinny) p = M <= k.skinny_max_rows ? Path::Skinny : Path::Gemm;
@@ -145,6 +145,11 @@ bool cpu_is_zen4() {
   return zen4;
 }
 }  // namespace
+
+int64_t linear_impl::skinny_min_rows_bf16_for(bool avx512) {
+  if (!avx512) return 4;
+  return cpu_is_zen4() ? 2 : 5;
+}
 
 namespace {
 // CPINFER_GEMV_PREFETCH: 1 or 0 forces the GEMVs' software prefetch on or off, -1 (unset):

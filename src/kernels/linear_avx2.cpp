@@ -475,7 +475,7 @@ const Kernels& avx2_kernels() {
   static const Kernels k = [] {
     Kernels r{gemv,           gemm,          widen, Avx2Gemm::kMr, Avx2Gemm::kNr,
               Avx2Gemm::kNcStrips, skinny, skinny_max_rows_for(false)};
-    r.skinny_min_rows_bf16 = 4;  // the pair tiles (linear.cpp, choose_path)
+    r.skinny_min_rows_bf16 = skinny_min_rows_bf16_for(false);  // the pair tiles
     return r;
   }();
   return k;

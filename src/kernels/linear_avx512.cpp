@@ -360,8 +360,12 @@ void gemm(const float* x, int64_t ldx, const WeightView& w, const float* bias, f
 }  // namespace
 
 const Kernels& avx512_kernels() {
-  static const Kernels k{gemv, gemm, widen, Avx512Gemm::kMr, Avx512Gemm::kNr,
-                         Avx512Gemm::kNcStrips, skinny, skinny_max_rows_for(true)};
+  static const Kernels k = [] {
+    Kernels r{gemv, gemm, widen, Avx512Gemm::kMr, Avx512Gemm::kNr,
+              Avx512Gemm::kNcStrips, skinny, skinny_max_rows_for(true)};
+    r.skinny_min_rows_bf16 = skinny_min_rows_bf16_for(true);
+    return r;
+  }();
   return k;
 }
 

@@ -54,7 +54,7 @@ struct Kernels {
   // GEMM). A property of the core, not only of the ISA: see skinny_max_rows_for().
   int64_t skinny_max_rows = 256;
   // From how many x rows the skinny tiles beat the GEMV over bf16 weights (Auto path; below
-  // it the GEMV). 5 where the tiles widen bf16 like the GEMV does; 4 for AVX2's pair tiles.
+  // it the GEMV): skinny_min_rows_bf16_for().
   int64_t skinny_min_rows_bf16 = 5;
   // Decode batches with bf16 dot products (vdpbf16ps): the skinny tiles' contract, except
   // that x is not f32 but rows packed by pack_rows_bf16, passed as a float pointer whose
@@ -79,6 +79,17 @@ void gate_up_silu_unfused(const Kernels& k, const float* x, int64_t ldx, const W
 // 177-213) and from M = 64 with AVX2 (M = 64: 124-131 vs 110-117; M = 32: even). A fixed
 // CPUID rule, not a timing, so every rank of a job takes the same paths.
 int64_t skinny_max_rows_for(bool avx512);
+
+// The GEMV/skinny crossover over bf16 weights with f32 math (exact bf16 math, or a CPU
+// without bf16 dot products), measured with bench/linear_bench (GFLOP/s, GEMV / skinny, bf16
+// Qwen2.5-0.5B shapes). AVX2's pair tiles (one load and one integer op per 8 weights): from
+// 4 rows (AMD Zen 3, 1 and 2 threads: 1.06-1.28x the GEMV on every shape at 4; 2 a tie).
+// AVX-512 on AMD Zen 4 (one 512-bit FMA a cycle: the GEMV's widening and its FMA per row
+// and 16 weights bind before the reads do): from 2 rows (2 threads, qkv / o / gate_up /
+// down / LM head: M = 2 44/70, 41/62, 49/60, 36/64, 57/64; M = 4 101/126, 100/125,
+// 98/122, 48/119, 102/125; one thread alike, but the LM head at M = 2, 47/42). AVX-512
+// elsewhere (two FMA ports on Intel's cores and on Zen 5): from 5 rows.
+int64_t skinny_min_rows_bf16_for(bool avx512);
 
 // Whether the GEMV prefetches W two rows ahead in software (linear_driver.h) for weights of
 // `dt`. Yes for Q8_0 everywhere and for the other types on Intel cores (Xeon: bf16 8.8-9.6

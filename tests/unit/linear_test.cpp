@@ -416,12 +416,31 @@ bool cpu_is_amd() {
   return false;
 }
 
+// AMD family 25 with avx512f (Zen 4), from /proc/cpuinfo; prints what it read.
+bool cpu_is_zen4_by_cpuinfo() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  int family = -1;
+  bool avx512f = false;
+  while (std::getline(f, line)) {
+    if (family < 0 && line.rfind("cpu family", 0) == 0)
+      family = std::stoi(line.substr(line.find(':') + 1));
+    if (line.rfind("flags", 0) == 0) {
+      avx512f = (line + " ").find(" avx512f ") != std::string::npos;
+      break;
+    }
+  }
+  std::printf("CPU family %d, avx512f %d\n", family, int(avx512f));
+  return cpu_is_amd() && family == 25 && avx512f;
+}
+
 // The Auto path's skinny/GEMM crossover follows the CPU's vendor (read here from
 // /proc/cpuinfo, independently of the CPUID builtin the rule uses): AMD keeps skinny tiles
 // up to 256 rows with AVX-512 and 128 with AVX2, other CPUs switch to the packed GEMM after
-// 24 (AVX-512) / 48 (AVX2) rows.
+// 24 (AVX-512) / 48 (AVX2) rows. So does the GEMV/skinny crossover over bf16 weights with
+// f32 math: from 2 rows with AVX-512 on Zen 4, 5 on other AVX-512 cores, 4 with AVX2.
 TEST(Linear, AutoPathCrossoverFollowsTheCpu) {
-  const bool amd = cpu_is_amd();
+  const bool amd = cpu_is_amd(), zen4 = cpu_is_zen4_by_cpuinfo();
   EXPECT_EQ(linear_impl::skinny_max_rows_for(true), amd ? 256 : 24);
   EXPECT_EQ(linear_impl::skinny_max_rows_for(false), amd ? 128 : 48);
   for (Isa isa : {Isa::Avx512, Isa::Avx2}) {
@@ -434,9 +453,9 @@ TEST(Linear, AutoPathCrossoverFollowsTheCpu) {
     Int8MathScope exact_int8(Int8Math::F32);  // and so has the int8-dot GEMV
     const linear_impl::Kernels& k = linear_impl::active_kernels();
     const int64_t limit = k.skinny_max_rows;
-    // bf16 weights: AVX2's pair tiles from 4 rows, AVX-512's tiles from 5; other dtypes
-    // from 5 on both.
-    const int64_t bf16_from = isa == Isa::Avx2 ? 4 : 5;
+    // bf16 weights: AVX2's pair tiles from 4 rows, AVX-512's tiles from 2 on Zen 4 and
+    // from 5 elsewhere; other dtypes from 5 on both.
+    const int64_t bf16_from = isa == Isa::Avx2 ? 4 : zen4 ? 2 : 5;
     EXPECT_EQ(linear_impl::choose_path(k, bf16_from - 1, 896, DType::BF16), linear_impl::Path::Gemv);
     EXPECT_EQ(linear_impl::choose_path(k, bf16_from, 896, DType::BF16), linear_impl::Path::Skinny);
     EXPECT_EQ(linear_impl::choose_path(k, 4, 896, DType::F32), linear_impl::Path::Gemv);
@@ -457,21 +476,9 @@ TEST(Linear, WeightPrefetchFollowsTheCpu) {
     std::printf("skipped: CPINFER_GEMV_PREFETCH is set and overrides the rule\n");
     return;
   }
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  int family = -1;
-  bool avx512f = false;
-  while (std::getline(f, line)) {
-    if (family < 0 && line.rfind("cpu family", 0) == 0)
-      family = std::stoi(line.substr(line.find(':') + 1));
-    if (line.rfind("flags", 0) == 0) {
-      avx512f = (line + " ").find(" avx512f ") != std::string::npos;
-      break;
-    }
-  }
-  const bool zen4 = cpu_is_amd() && family == 25 && avx512f;
-  std::printf("CPU family %d, avx512f %d: GEMV prefetch %s for bf16, skinny tiles into %s\n",
-              family, int(avx512f), zen4 ? "off" : "on", zen4 ? "L2" : "L1");
+  const bool zen4 = cpu_is_zen4_by_cpuinfo();
+  std::printf("GEMV prefetch %s for bf16, skinny tiles into %s\n", zen4 ? "off" : "on",
+              zen4 ? "L2" : "L1");
   for (DType dt : {DType::F32, DType::BF16, DType::F16})
     EXPECT_EQ(linear_impl::gemv_prefetch_for(dt), !zen4) << dtype_name(dt);
   EXPECT_TRUE(linear_impl::gemv_prefetch_for(DType::Q8_0));
