@@ -40,7 +40,13 @@ void widen_row(const uint8_t* src, DType dt, int64_t n, float* dst) {
 // tensor that v holds (a tensor-parallel column shard starts past 0). `name` is for errors.
 WeightView to_q8_0(ModelWeights& w, const WeightView& v, int64_t col_begin,
                    const std::string& name, ThreadPool& pool, QuantizationReport& report) {
-  if (v.dtype == DType::Q8_0) return v;  // a GGUF file's Q8_0 weights: already there
+  if (v.dtype == DType::Q8_0) {  // a GGUF file's Q8_0 weights: already there
+    if (v.ld == v.cols) return v;
+    // A tensor-parallel column window: contiguous, as load_model_weights does unconverted.
+    const WeightView copy = contiguous_copy(w, v);
+    release_mapped_pages(v.data, size_t(v.rows * dtype_bytes(v.dtype, v.ld)));
+    return copy;
+  }
   CPI_CHECK(v.cols % kQ8BlockElems == 0 && col_begin % kQ8BlockElems == 0,
             "--quantization int8: this rank holds columns [{}, {}) of tensor {}, which are not "
             "whole blocks of {} input features (choose another tensor-parallel size or no "

@@ -134,6 +134,16 @@ std::vector<float> slice(const std::vector<float>& v, int64_t begin, int64_t n) 
 
 }  // namespace
 
+WeightView contiguous_copy(ModelWeights& w, const WeightView& v) {
+  CPI_ASSERT(v.ld >= v.cols);
+  const int64_t row_bytes = dtype_bytes(v.dtype, v.cols), src_ld = dtype_bytes(v.dtype, v.ld);
+  std::vector<uint8_t>& out = w.converted.emplace_back(size_t(v.rows * row_bytes));
+  const auto* src = static_cast<const uint8_t*>(v.data);
+  for (int64_t r = 0; r < v.rows; ++r)
+    std::memcpy(out.data() + r * row_bytes, src + r * src_ld, size_t(row_bytes));
+  return WeightView{out.data(), v.dtype, v.rows, v.cols, v.cols};
+}
+
 ShardSpec full_shard(const ModelConfig& c) {
   return ShardSpec{0, c.num_q_heads, 0, c.num_kv_heads, 0, c.intermediate_size, 0, c.vocab_size};
 }
@@ -182,8 +192,14 @@ ModelWeights load_model_weights(const ModelConfig& c, const std::string& model_d
   };
   auto held = [&](WeightView v) {  // the part this rank keeps, read in now and checked
     scan_finite(v, *last);
-    if (release_checked && last->mapped)
-      release_mapped_pages(v.data, size_t(v.rows * dtype_bytes(v.dtype, v.ld)));
+    const size_t span = size_t(v.rows * dtype_bytes(v.dtype, v.ld));
+    if (release_checked) {
+      if (last->mapped) release_mapped_pages(v.data, span);
+    } else if (v.ld != v.cols) {  // a column window: its own contiguous copy (see the header)
+      const WeightView copy = contiguous_copy(w, v);
+      if (last->mapped) release_mapped_pages(v.data, span);
+      return copy;
+    }
     return v;
   };
   auto vec = [&](const std::string& name, int64_t n) {
