@@ -3,7 +3,9 @@
 // each ISA this CPU supports; on AVX512_BF16 CPUs also the bf16-dot GEMM and skinny tiles
 // by name (".../path:gemm_bf16dot", ".../path:skinny_bf16dot"), on AVX512_VNNI CPUs the Q8_0
 // GEMV on f32 and the GEMV and GEMM on int8 dot products by name (".../path:gemv",
-// ".../path:gemv_int8dot", ".../path:gemm_int8dot").
+// ".../path:gemv_int8dot", ".../path:gemm_int8dot"). Decode also on a tensor-parallel rank's
+// o_proj and down_proj shards at tp 2, contiguous and as windows of the full rows
+// (".../o_tp2/", ".../o_tp2_window/", ".../down_tp2/", ".../down_tp2_window/").
 //
 // Decode streams weights from DRAM as in a real forward pass: the benchmark cycles through
 // enough copies of W (>= 256 MiB in all) that none is left in the 32 MiB L3 from its
@@ -46,11 +48,17 @@ ThreadPool& pool_of(int threads) {
 struct Shape {
   const char* name;
   int64_t N, K;
+  int64_t ld = 0;  // elements between W rows (0: K, contiguous)
 };
 // qkv fused (896 + 2 * 128), o_proj, gate+up fused (2 * 4864), down_proj; the LM head
 // (151936-token vocabulary) for decode batches only (M <= 64).
 const Shape kShapes[] = {{"qkv", 1152, 896}, {"o", 896, 896}, {"gate_up", 9728, 896},
                          {"down", 896, 4864}, {"lm_head", 151936, 896}};
+// Decode (M = 1) only: a tensor-parallel rank's o_proj and down_proj at tp 2, contiguous
+// (as the loader copies them) and as the window of each row of the full matrix it would
+// read in place (ld = the full K).
+const Shape kTp2Shapes[] = {{"o_tp2", 896, 448}, {"o_tp2_window", 896, 448, 896},
+                            {"down_tp2", 896, 2432}, {"down_tp2_window", 896, 2432, 4864}};
 
 void BM_linear(benchmark::State& state, Shape shape, DType dtype, int64_t M, int threads,
                Isa isa, bool cold, linear_impl::Path path) {
@@ -61,26 +69,27 @@ void BM_linear(benchmark::State& state, Shape shape, DType dtype, int64_t M, int
   const Isa saved = active_isa();
   set_active_isa(isa);
   linear_impl::force_path(path);
-  const int64_t N = shape.N, K = shape.K;
-  const size_t wbytes = size_t(dtype_bytes(dtype, N * K));
-  const size_t copies = cold ? std::max<size_t>(2, (size_t(256) << 20) / wbytes + 1) : 1;
-  std::vector<std::vector<uint8_t>> w(copies, std::vector<uint8_t>(wbytes));
+  const int64_t N = shape.N, K = shape.K, ld = shape.ld > 0 ? shape.ld : K;
+  // wbytes: what a call reads; each copy holds N rows of ld elements.
+  const size_t wbytes = size_t(dtype_bytes(dtype, N * K)), copy_bytes = size_t(dtype_bytes(dtype, N * ld));
+  const size_t copies = cold ? std::max<size_t>(2, (size_t(256) << 20) / copy_bytes + 1) : 1;
+  std::vector<std::vector<uint8_t>> w(copies, std::vector<uint8_t>(copy_bytes));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
   for (auto& c : w) {
-    if (dtype == DType::Q8_0) {  // each row quantized (K is a multiple of 32 in every shape)
-      std::vector<float> row(static_cast<size_t>(K));
+    if (dtype == DType::Q8_0) {  // each row quantized (ld is a multiple of 32 in every shape)
+      std::vector<float> row(static_cast<size_t>(ld));
       for (int64_t r = 0; r < N; ++r) {
         for (auto& v : row) v = dist(rng);
-        quantize_row_q8_0(row.data(), K, c.data() + r * dtype_bytes(dtype, K));
+        quantize_row_q8_0(row.data(), ld, c.data() + r * dtype_bytes(dtype, ld));
       }
     } else if (dtype == DType::F32) {
-      for (size_t i = 0; i < wbytes / 4; ++i) {
+      for (size_t i = 0; i < copy_bytes / 4; ++i) {
         float v = dist(rng);
         std::memcpy(c.data() + 4 * i, &v, 4);
       }
     } else {
-      for (size_t i = 0; i < wbytes / 2; ++i) {
+      for (size_t i = 0; i < copy_bytes / 2; ++i) {
         uint16_t b = bf16(dist(rng)).bits;
         std::memcpy(c.data() + 2 * i, &b, 2);
       }
@@ -92,7 +101,7 @@ void BM_linear(benchmark::State& state, Shape shape, DType dtype, int64_t M, int
   size_t i = 0;
   double best = 1e30;  // fastest single call, seconds
   for (auto _ : state) {
-    WeightView wv{w[i].data(), dtype, N, K, K};
+    WeightView wv{w[i].data(), dtype, N, K, ld};
     const auto t0 = std::chrono::steady_clock::now();
     linear(x.data(), M, K, wv, bias.data(), y.data(), N, pool);
     benchmark::ClobberMemory();
@@ -195,10 +204,14 @@ void register_all() {
 #endif
   for (Isa isa : {Isa::Avx512, Isa::Avx2, Isa::Generic}) {
     for (DType dtype : {DType::BF16, DType::F32, DType::Q8_0}) {
-      for (const Shape& s : kShapes) {
+      std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
+      shapes.insert(shapes.end(), std::begin(kTp2Shapes), std::end(kTp2Shapes));
+      for (const Shape& s : shapes) {
+        const bool tp2 = std::string(s.name).find("_tp2") != std::string::npos;
         for (int64_t M : {int64_t(1), int64_t(2), int64_t(4), int64_t(8), int64_t(16), int64_t(32), int64_t(64), int64_t(128), int64_t(256),
                           int64_t(512), int64_t(2048)}) {
           if (std::string(s.name) == "lm_head" && M > 64) continue;
+          if (tp2 && M > 1) continue;
           for (int threads : {1, 2}) {
             for (bool cold : {true, false}) {
               if (M > 1 && !cold) continue;  // prefill reuses W from L2 anyway

@@ -65,8 +65,8 @@ struct ModelWeights {
 // conversion follows, which writes contiguous copies itself), such a window is copied into
 // its own contiguous matrix in `converted` (the same dtype and bytes, the rank's shard only)
 // and the mapped pages of the original are released: the decode GEMV streams a window per
-// row at a third to a half of its contiguous rate (AMD EPYC Zen 4, bf16, one thread: the
-// [896, 2432] half of a [896, 4864] matrix 8.8 GB/s as a window, 21.6 contiguous).
+// row at a third to a half of its contiguous rate (bench/linear_bench ".../down_tp2_window"
+// against ".../down_tp2"; AMD EPYC Zen 4, bf16, one thread: 8.1 against 19.0 GB/s).
 ModelWeights load_model_weights(const ModelConfig& config, const std::string& model_dir,
                                 const ShardSpec& shard, bool release_checked = false);
 
