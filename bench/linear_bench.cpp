@@ -49,6 +49,7 @@ struct Shape {
   const char* name;
   int64_t N, K;
   int64_t ld = 0;  // elements between W rows (0: K, contiguous)
+  bool decode_only = false;  // registered for M = 1 only
 };
 // qkv fused (896 + 2 * 128), o_proj, gate+up fused (2 * 4864), down_proj; the LM head
 // (151936-token vocabulary) for decode batches only (M <= 64).
@@ -57,8 +58,9 @@ const Shape kShapes[] = {{"qkv", 1152, 896}, {"o", 896, 896}, {"gate_up", 9728, 
 // Decode (M = 1) only: a tensor-parallel rank's o_proj and down_proj at tp 2, contiguous
 // (as the loader copies them) and as the window of each row of the full matrix it would
 // read in place (ld = the full K).
-const Shape kTp2Shapes[] = {{"o_tp2", 896, 448}, {"o_tp2_window", 896, 448, 896},
-                            {"down_tp2", 896, 2432}, {"down_tp2_window", 896, 2432, 4864}};
+const Shape kTp2Shapes[] = {{"o_tp2", 896, 448, 0, true}, {"o_tp2_window", 896, 448, 896, true},
+                            {"down_tp2", 896, 2432, 0, true},
+                            {"down_tp2_window", 896, 2432, 4864, true}};
 
 void BM_linear(benchmark::State& state, Shape shape, DType dtype, int64_t M, int threads,
                Isa isa, bool cold, linear_impl::Path path) {
@@ -207,11 +209,10 @@ void register_all() {
       std::vector<Shape> shapes(std::begin(kShapes), std::end(kShapes));
       shapes.insert(shapes.end(), std::begin(kTp2Shapes), std::end(kTp2Shapes));
       for (const Shape& s : shapes) {
-        const bool tp2 = std::string(s.name).find("_tp2") != std::string::npos;
         for (int64_t M : {int64_t(1), int64_t(2), int64_t(4), int64_t(8), int64_t(16), int64_t(32), int64_t(64), int64_t(128), int64_t(256),
                           int64_t(512), int64_t(2048)}) {
           if (std::string(s.name) == "lm_head" && M > 64) continue;
-          if (tp2 && M > 1) continue;
+          if (s.decode_only && M > 1) continue;
           for (int threads : {1, 2}) {
             for (bool cold : {true, false}) {
               if (M > 1 && !cold) continue;  // prefill reuses W from L2 anyway
